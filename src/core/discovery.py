@@ -1,0 +1,88 @@
+"""Finding runs: every directory at or below the root that holds a marker file.
+
+Rescans are cheap: a directory whose (inode, mtime) did not change since the
+last scan is not listed again (adding or removing an entry changes a
+directory's mtime). Symlinked directories are followed once each: a directory
+already visited (same device and inode) is never entered again, so symlink
+loops end.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+RUN_MARKERS = ("status.json", "metrics.jsonl", "results.csv")
+# never runs themselves, and possibly large: checkpoints, caches, our records
+SKIP_DIRS = {"weights", ".rgpu", "__pycache__", ".git", "node_modules"}
+MAX_DEPTH = 8
+
+
+@dataclass
+class _DirEntry:
+    key: tuple[int, int, int]  # (dev, ino, mtime_ns)
+    subdirs: list[str]
+    is_run: bool
+
+
+class RunFinder:
+    """Lists run directories under `root`, reusing what did not change."""
+
+    def __init__(self, root: str):
+        self.root = os.path.abspath(root)
+        self._cache: dict[str, _DirEntry] = {}
+        self.listed = 0  # directories listed by the last scan (for tests/benchmarks)
+
+    def scan(self) -> list[str]:
+        """Absolute paths of every run directory, in no particular order."""
+        self.listed = 0
+        runs: list[str] = []
+        visited: set[tuple[int, int]] = set()
+        seen_paths: set[str] = set()
+        stack = [(self.root, 0)]
+        while stack:
+            path, depth = stack.pop()
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            ident = (st.st_dev, st.st_ino)
+            if ident in visited:
+                continue
+            visited.add(ident)
+            seen_paths.add(path)
+            key = (st.st_dev, st.st_ino, st.st_mtime_ns)
+            entry = self._cache.get(path)
+            if entry is None or entry.key != key:
+                entry = self._list(path, key)
+                self._cache[path] = entry
+            if entry.is_run:
+                runs.append(path)
+            if depth < MAX_DEPTH:
+                for sub in entry.subdirs:
+                    stack.append((os.path.join(path, sub), depth + 1))
+        for gone in set(self._cache) - seen_paths:
+            del self._cache[gone]
+        return runs
+
+    def _list(self, path: str, key: tuple[int, int, int]) -> _DirEntry:
+        self.listed += 1
+        subdirs: list[str] = []
+        is_run = False
+        try:
+            with os.scandir(path) as it:
+                for entry in it:
+                    name = entry.name
+                    if name in RUN_MARKERS:
+                        is_run = True
+                        continue
+                    if name in SKIP_DIRS or name.startswith("."):
+                        continue
+                    try:
+                        if entry.is_dir():  # follows symlinks; loops end via `visited`
+                            subdirs.append(name)
+                    except OSError:
+                        continue
+        except OSError:
+            pass
+        return _DirEntry(key=key, subdirs=sorted(subdirs), is_run=is_run)

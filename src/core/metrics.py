@@ -1,0 +1,285 @@
+"""The metric history of a run, read incrementally.
+
+metrics.jsonl (one JSON object per epoch, written by every libreyolo family)
+is preferred; results.csv (same columns, some families only) is the fallback.
+Only the bytes appended since the previous poll are parsed. An unfinished last
+line waits for its newline; malformed lines are skipped and counted; a file
+truncated or replaced is read again from the start. After a resume an epoch can
+appear again: the later row wins (every row from that epoch on is dropped).
+
+Numeric columns are kept as compact arrays (8 bytes a value) so that last, min,
+max and best stay exact over the whole run, even after a resume.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from array import array
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from .tail import IncrementalFile, LineSplitter
+
+MAX_METRICS_LINE = 1024 * 1024  # a real row is ~1.5 KB; longer lines are malformed
+READ_BATCH = 4 * 1024 * 1024
+NAN = float("nan")
+
+
+def metric_direction(name: str) -> str | None:
+    """'min' for losses, 'max' for validation metrics, None when there is no best."""
+    low = name.lower()
+    if "loss" in low:
+        return "min"
+    if low.startswith("metrics/") or low in ("current_metric", "best_metric", "fitness"):
+        if "speed" in low or low.endswith("max_det"):
+            return None
+        return "max"
+    return None
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    last: float | None
+    min: float | None
+    max: float | None
+    best: float | None
+    best_epoch: int | None
+
+
+def _number(value):
+    """A float for numbers (bools excluded), None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _coerce_csv(value: str):
+    if value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+class MetricsReader:
+    """Incremental reader of one run's metrics history."""
+
+    SOURCES = ("metrics.jsonl", "results.csv")
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self.source: str | None = None
+        self._file: IncrementalFile | None = None
+        self._clear()
+        self.problem: str | None = None
+        self.generation = 0  # bumps whenever the history changes
+
+    def _clear(self) -> None:
+        self._lines = LineSplitter(MAX_METRICS_LINE)
+        self.columns: list[str] = []
+        self._epochs = array("q")
+        self._values: dict[str, array] = {}
+        self._last_row: dict = {}
+        self._seen: set[str] = set()
+        self._stats: dict[str, ColumnStats] = {}
+        self._stats_dirty = False
+        self._csv_header: list[str] | None = None
+        self.malformed = 0
+        self.rows_parsed = 0
+
+    # -- reading -----------------------------------------------------------
+
+    def _pick_source(self) -> str | None:
+        for name in self.SOURCES:
+            if os.path.exists(os.path.join(self.run_dir, name)):
+                return name
+        return None
+
+    def poll(self) -> bool:
+        """Parse what was appended. Returns True when the history changed."""
+        source = self._pick_source()
+        changed = False
+        if source != self.source:
+            self.source = source
+            self._file = IncrementalFile(os.path.join(self.run_dir, source)) if source else None
+            if self._epochs or self._last_row:
+                changed = True
+            self._clear()
+        if self._file is None:
+            problem = "no metrics.jsonl or results.csv yet"
+            if problem != self.problem:
+                self.problem = problem
+                changed = True
+            if changed:
+                self.generation += 1
+            return changed
+        problem = None
+        while True:
+            result = self._file.read_new(limit=READ_BATCH)
+            if result.problem:
+                problem = f"{self.source} {result.problem}"
+                break
+            if result.reset:
+                self._clear()
+                changed = True
+            if not result.data:
+                break
+            for raw in self._lines.feed(result.data):
+                if self._parse_line(raw):
+                    changed = True
+        if problem != self.problem:
+            self.problem = problem
+            changed = True
+        if changed:
+            self.generation += 1
+        return changed
+
+    def _parse_line(self, raw: bytes) -> bool:
+        if not raw.strip():
+            return False
+        if len(raw) >= MAX_METRICS_LINE:
+            self.malformed += 1
+            return False
+        if self.source == "results.csv":
+            row = self._parse_csv(raw)
+        else:
+            try:
+                row = json.loads(raw)
+            except ValueError:
+                row = None
+            if not isinstance(row, dict):
+                row = None
+        if row is None:
+            self.malformed += 1
+            return False
+        if row is _HEADER:
+            return False
+        self._add_row(row)
+        return True
+
+    def _parse_csv(self, raw: bytes):
+        try:
+            text = raw.decode("utf-8")
+            fields = next(csv.reader([text]))
+        except (UnicodeDecodeError, csv.Error, StopIteration):
+            return None
+        if self._csv_header is None:
+            self._csv_header = [f.strip() for f in fields]
+            return _HEADER
+        if len(fields) != len(self._csv_header):
+            return None
+        return {k: _coerce_csv(v.strip()) for k, v in zip(self._csv_header, fields, strict=True)}
+
+    def _add_row(self, row: dict) -> None:
+        self.rows_parsed += 1
+        epoch_value = _number(row.get("epoch"))
+        if epoch_value is None or not math.isfinite(epoch_value):
+            epoch = (self._epochs[-1] + 1) if self._epochs else 1
+        else:
+            epoch = int(epoch_value)
+        n = len(self._epochs)
+        if n and epoch <= self._epochs[-1]:
+            # a resumed run writes this epoch again: the later row wins
+            keep = bisect_left(self._epochs, epoch)
+            del self._epochs[keep:]
+            for values in self._values.values():
+                del values[keep:]
+            n = keep
+            self._stats_dirty = True
+        self._epochs.append(epoch)
+        for key, value in row.items():
+            if key not in self._seen:
+                self._seen.add(key)
+                self.columns.append(key)
+            num = _number(value)
+            if num is None:
+                continue
+            values = self._values.get(key)
+            if values is None:
+                values = self._values[key] = array("d", [NAN]) * n
+            values.append(num)
+            if not self._stats_dirty:
+                self._stats[key] = _updated(self._stats.get(key), key, num, epoch)
+        for values in self._values.values():
+            if len(values) < n + 1:
+                values.append(NAN)
+        self._last_row = row
+
+    # -- results -----------------------------------------------------------
+
+    @property
+    def row_count(self) -> int:
+        return len(self._epochs)
+
+    @property
+    def last_row(self) -> dict:
+        return dict(self._last_row)
+
+    @property
+    def last_epoch(self) -> int | None:
+        return self._epochs[-1] if self._epochs else None
+
+    def numeric_columns(self) -> list[str]:
+        return [c for c in self.columns if c in self._values and c != "epoch"]
+
+    def series(self, name: str, n: int = 120) -> tuple[float | None, ...]:
+        values = self._values.get(name)
+        if values is None:
+            return ()
+        return tuple(None if math.isnan(v) else v for v in values[-n:])
+
+    def stats(self) -> dict[str, ColumnStats]:
+        """last/min/max/best per numeric column over the whole (resumed) run."""
+        if self._stats_dirty:
+            # rows were dropped by a resume: recompute once from the arrays
+            self._stats = {name: self._column_stats(name) for name in self._values}
+            self._stats_dirty = False
+        return self._stats
+
+    def _column_stats(self, name: str) -> ColumnStats:
+        values = self._values[name]
+        lo = hi = last = None
+        lo_i = hi_i = -1
+        for i, v in enumerate(values):
+            if v != v:  # NaN
+                continue
+            last = v
+            if lo is None or v < lo:
+                lo, lo_i = v, i
+            if hi is None or v >= hi:
+                hi, hi_i = v, i
+        direction = metric_direction(name)
+        best = best_epoch = None
+        if direction == "min" and lo is not None:
+            best, best_epoch = lo, self._epochs[lo_i]
+        elif direction == "max" and hi is not None:
+            best, best_epoch = hi, self._epochs[hi_i]
+        return ColumnStats(last=last, min=lo, max=hi, best=best, best_epoch=best_epoch)
+
+
+_HEADER = object()
+
+
+def _updated(prev: ColumnStats | None, name: str, v: float, epoch: int) -> ColumnStats:
+    """Stats after appending value `v` at `epoch` (O(1) per value)."""
+    if v != v:  # NaN
+        return prev or ColumnStats(None, None, None, None, None)
+    lo = v if prev is None or prev.min is None or v < prev.min else prev.min
+    hi = v if prev is None or prev.max is None or v >= prev.max else prev.max
+    best, best_epoch = (prev.best, prev.best_epoch) if prev else (None, None)
+    direction = metric_direction(name)
+    if direction == "min" and (best is None or v < best):
+        best, best_epoch = v, epoch
+    elif direction == "max" and (best is None or v >= best):
+        best, best_epoch = v, epoch
+    return ColumnStats(last=v, min=lo, max=hi, best=best, best_epoch=best_epoch)

@@ -1,0 +1,276 @@
+"""The Snapshot: one immutable picture of what the screen shows.
+
+Built by `watch.RunsWatcher`, rendered by the app, printed by
+`rgpu-tui snapshot` (as JSON through `snapshot_to_json`, or as text through
+`snapshot_to_text`). Scripts, tests and the screen read the same object.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+SCHEMA_VERSION = 1
+SERIES_LEN = 120
+LOG_TAIL_LEN = 50
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One run, as the runs list and the run header show it."""
+
+    run_dir: str
+    name: str
+    state: str  # running, completed, failed, dead, stalled, unknown
+    status_state: str | None  # what status.json itself says
+    pid: int | None
+    pid_alive: bool | None
+    current_epoch: int | None
+    total_epochs: int | None
+    progress: float | None
+    eta_seconds: float | None
+    elapsed_seconds: float | None
+    mean_epoch_seconds: float | None
+    best_metric: float | None
+    best_metric_name: str | None
+    best_epoch: int | None
+    updated_at: str | None
+    error: str | None  # failed: "Type: message"; dead: why
+    model: str | None = None
+    problem: str | None = None  # e.g. "status.json unreadable: permission denied"
+    activity: float = 0.0  # newest mtime of its files (sort key)
+
+
+@dataclass(frozen=True)
+class MetricColumn:
+    name: str
+    last: float | None
+    min: float | None
+    max: float | None
+    best: float | None
+    best_epoch: int | None
+    values: tuple[float | None, ...]  # the newest <= SERIES_LEN values
+
+
+@dataclass(frozen=True)
+class MetricsView:
+    source: str | None  # "metrics.jsonl", "results.csv" or None
+    columns: tuple[str, ...]
+    last: dict = field(default_factory=dict)  # the newest row
+    series: tuple[MetricColumn, ...] = ()
+    rows: int = 0
+    malformed_lines: int = 0
+    problem: str | None = None
+
+    def column(self, name: str) -> MetricColumn | None:
+        for col in self.series:
+            if col.name == name:
+                return col
+        return None
+
+
+@dataclass(frozen=True)
+class LogView:
+    path: str
+    lines: tuple[str, ...]
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class SelectedRun:
+    run_dir: str
+    metrics: MetricsView
+    log: LogView
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    generated_at: float
+    root: str
+    root_exists: bool
+    runs: tuple[RunInfo, ...]
+    selected: SelectedRun | None
+    problem: str | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def run(self, run_dir: str | None) -> RunInfo | None:
+        for r in self.runs:
+            if r.run_dir == run_dir:
+                return r
+        return None
+
+    @property
+    def selected_run(self) -> RunInfo | None:
+        return self.run(self.selected.run_dir) if self.selected else None
+
+
+# -- JSON -------------------------------------------------------------------
+
+
+def _clean(value):
+    """JSON-safe: NaN and infinities become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def run_to_json(r: RunInfo) -> dict:
+    return _clean(
+        {
+            "run_dir": r.run_dir,
+            "name": r.name,
+            "state": r.state,
+            "status_state": r.status_state,
+            "pid": r.pid,
+            "pid_alive": r.pid_alive,
+            "current_epoch": r.current_epoch,
+            "total_epochs": r.total_epochs,
+            "progress": r.progress,
+            "eta_seconds": r.eta_seconds,
+            "elapsed_seconds": r.elapsed_seconds,
+            "mean_epoch_seconds": r.mean_epoch_seconds,
+            "best_metric": r.best_metric,
+            "best_metric_name": r.best_metric_name,
+            "best_epoch": r.best_epoch,
+            "updated_at": r.updated_at,
+            "error": r.error,
+            "model": r.model,
+            "problem": r.problem,
+        }
+    )
+
+
+def snapshot_to_json(s: Snapshot) -> dict:
+    selected = None
+    if s.selected is not None:
+        m = s.selected.metrics
+        selected = {
+            "run_dir": s.selected.run_dir,
+            "metrics": {
+                "source": m.source,
+                "columns": list(m.columns),
+                "last": m.last,
+                "series": {c.name: list(c.values) for c in m.series},
+                "stats": {
+                    c.name: {
+                        "last": c.last,
+                        "min": c.min,
+                        "max": c.max,
+                        "best": c.best,
+                        "best_epoch": c.best_epoch,
+                    }
+                    for c in m.series
+                },
+                "rows": m.rows,
+                "malformed_lines": m.malformed_lines,
+                "problem": m.problem,
+            },
+            "log_tail": list(s.selected.log.lines[-LOG_TAIL_LEN:]),
+            "log_problem": s.selected.log.problem,
+        }
+    return _clean(
+        {
+            "schema_version": s.schema_version,
+            "generated_at": iso(s.generated_at),
+            "root": s.root,
+            "root_exists": s.root_exists,
+            "problem": s.problem,
+            "runs": [run_to_json(r) for r in s.runs],
+            "selected": selected,
+        }
+    )
+
+
+# -- text -------------------------------------------------------------------
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """12s, 4m05s, 3h07m, 2d04h; '?' when unknown."""
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    s = int(round(max(seconds, 0)))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
+
+
+def fmt_number(value: float | None) -> str:
+    """Compact, fixed-ish width number; '-' when unknown."""
+    if value is None or not math.isfinite(value):
+        return "-"
+    a = abs(value)
+    if a == 0:
+        return "0"
+    if a >= 1e5 or a < 1e-3:
+        return f"{value:.2e}"
+    if a >= 100:
+        return f"{value:.1f}"
+    return f"{value:.4g}"
+
+
+def epoch_text(r: RunInfo) -> str:
+    cur = "?" if r.current_epoch is None else str(r.current_epoch)
+    tot = "?" if r.total_epochs is None else str(r.total_epochs)
+    return f"{cur}/{tot}"
+
+
+def best_text(r: RunInfo) -> str:
+    if r.best_metric is None:
+        return "best -"
+    name = (r.best_metric_name or "metric").removeprefix("metrics/")
+    at = f" @ep{r.best_epoch}" if r.best_epoch is not None else ""
+    return f"best {name} {fmt_number(r.best_metric)}{at}"
+
+
+def snapshot_to_text(s: Snapshot) -> str:
+    out = [f"rgpu-tui snapshot  {iso(s.generated_at)}  root {s.root}"]
+    if s.problem:
+        out.append(s.problem)
+    for r in s.runs:
+        pct = "   ?" if r.progress is None else f"{r.progress * 100:3.0f}%"
+        line = (
+            f"{r.state:<9} {r.name:<24} ep {epoch_text(r):>9} {pct}  "
+            f"eta {fmt_duration(r.eta_seconds):>6}  elapsed {fmt_duration(r.elapsed_seconds):>6}  "
+            f"{best_text(r)}"
+        )
+        out.append(line.rstrip())
+        if r.error:
+            out.append(f"          {r.error}")
+        if r.problem:
+            out.append(f"          ({r.problem})")
+    if s.selected is not None:
+        m = s.selected.metrics
+        out.append("")
+        out.append(f"selected {s.selected.run_dir}")
+        for col in m.series:
+            if col.name in ("train/loss", "lr/group0") or col.name == m.last.get(
+                "best_metric_name"
+            ):
+                out.append(
+                    f"  {col.name:<22} last {fmt_number(col.last):>9}  "
+                    f"min {fmt_number(col.min):>9}  max {fmt_number(col.max):>9}"
+                )
+        if m.problem:
+            out.append(f"  metrics: {m.problem}")
+        if m.malformed_lines:
+            out.append(f"  metrics: {m.malformed_lines} malformed line(s) skipped")
+        tail = s.selected.log.lines[-10:]
+        if tail:
+            out.append("  log:")
+            out.extend(f"    {line}" for line in tail)
+        elif s.selected.log.problem:
+            out.append(f"  log: {s.selected.log.problem}")
+    return "\n".join(out)

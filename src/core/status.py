@@ -1,0 +1,137 @@
+"""status.json, read tolerantly, and the state a user should see.
+
+libreyolo rewrites status.json atomically (new inode) at train start and after
+every epoch, with mode 0600. It can only ever write ``running``, ``completed``
+or ``failed``; a trainer killed by SIGTERM/SIGKILL, the OOM killer or a
+preempted machine leaves ``running`` behind forever. So the state shown is
+derived: ``dead`` when the pid is gone (or was reused by a younger process) and
+``stalled`` when the process lives but the file has not changed for too long.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime
+
+import psutil
+
+from .tail import describe_os_error
+
+MAX_STATUS_BYTES = 4 * 1024 * 1024
+PID_REUSE_SLACK_S = 5.0  # started_at has one-second precision
+STALL_MIN_S = 600.0
+STALL_EPOCHS = 3.0
+
+
+def parse_time(value) -> float | None:
+    """ISO-8601 text (as libreyolo writes it) to epoch seconds; None if unusable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt.timestamp()  # a naive time is local time, as a person would mean it
+
+
+class StatusReader:
+    """Re-reads status.json only when its (inode, size, mtime) changed."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._key: tuple | None = None
+        self.data: dict | None = None  # the last good value
+        self.problem: str | None = None  # why the current file is not that value
+        self.mtime: float | None = None
+        self.generation = 0
+
+    def poll(self) -> bool:
+        """Returns True when what the reader says changed."""
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            return self._set(self.data, describe_os_error(exc).replace("missing", "no status.json"))
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        self.mtime = st.st_mtime
+        if key == self._key:
+            return False
+        if st.st_size > MAX_STATUS_BYTES:
+            self._key = key
+            return self._set(self.data, f"status.json too large ({st.st_size} bytes)")
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read(MAX_STATUS_BYTES + 1)
+        except OSError as exc:
+            return self._set(self.data, "status.json " + describe_os_error(exc))
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            # half-written by a non-atomic writer: try again next poll
+            return self._set(self.data, "status.json is half-written or not JSON")
+        self._key = key
+        if not isinstance(value, dict):
+            return self._set(self.data, "status.json is not a JSON object")
+        return self._set(value, None)
+
+    def _set(self, data: dict | None, problem: str | None) -> bool:
+        changed = data is not self.data or problem != self.problem
+        self.data = data
+        self.problem = problem
+        if changed:
+            self.generation += 1
+        return changed
+
+
+@dataclass(frozen=True)
+class PidCheck:
+    alive: bool
+    reason: str | None = None  # why it counts as not alive
+
+
+def check_pid(pid, started_at: float | None) -> PidCheck:
+    """Is `pid` the trainer that started at `started_at`?"""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return PidCheck(False, "no pid in status.json")
+    try:
+        proc = psutil.Process(pid)
+        created = proc.create_time()
+        status = proc.status()
+    except psutil.NoSuchProcess:
+        return PidCheck(False, f"process {pid} is gone")
+    except psutil.AccessDenied:
+        return PidCheck(True)  # exists, owned by someone else: cannot tell more
+    except OSError as exc:
+        return PidCheck(False, f"process {pid}: {exc}")
+    if status == psutil.STATUS_ZOMBIE:
+        return PidCheck(False, f"process {pid} has exited (zombie)")
+    if started_at is not None and created > started_at + PID_REUSE_SLACK_S:
+        return PidCheck(False, f"pid {pid} now belongs to a newer process")
+    return PidCheck(True)
+
+
+def stall_limit(mean_epoch_seconds: float | None) -> float:
+    """Seconds without a status update after which a live run counts as stalled."""
+    if mean_epoch_seconds and mean_epoch_seconds > 0:
+        return max(STALL_EPOCHS * mean_epoch_seconds, STALL_MIN_S)
+    return STALL_MIN_S
+
+
+def derive_state(
+    status_state: str | None,
+    pid: PidCheck | None,
+    status_mtime: float | None,
+    mean_epoch_seconds: float | None,
+    now: float,
+) -> str:
+    """The state to show: running, completed, failed, dead, stalled or unknown."""
+    if status_state in ("completed", "failed"):
+        return status_state
+    if status_state != "running":
+        return "unknown"
+    if pid is not None and not pid.alive:
+        return "dead"
+    if status_mtime is not None and now - status_mtime > stall_limit(mean_epoch_seconds):
+        return "stalled"
+    return "running"

@@ -1,0 +1,306 @@
+"""RunsWatcher: turns a runs root on disk into Snapshots, incrementally.
+
+One `refresh(now, selected)` call stats what changed, reads only new bytes and
+returns a new immutable Snapshot. Readers keep their offsets between calls, so
+a refresh costs what was appended, not the size of the files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+
+from .discovery import RUN_MARKERS, RunFinder
+from .metrics import MetricsReader
+from .snapshot import (
+    SERIES_LEN,
+    LogView,
+    MetricColumn,
+    MetricsView,
+    RunInfo,
+    SelectedRun,
+    Snapshot,
+    fmt_duration,
+)
+from .status import StatusReader, check_pid, derive_state, parse_time, stall_limit
+from .tail import LogTail
+
+LOG_NAME = "train.log"
+ACTIVITY_FILES = RUN_MARKERS + (LOG_NAME,)
+LOG_TAILS_KEPT = 4
+
+
+def _num(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _int(value) -> int | None:
+    n = _num(value)
+    return int(n) if n is not None else None
+
+
+class RunWatcher:
+    """Everything known about one run directory."""
+
+    def __init__(self, run_dir: str, name: str):
+        self.run_dir = run_dir
+        self.name = name
+        self.status = StatusReader(os.path.join(run_dir, "status.json"))
+        self.metrics = MetricsReader(run_dir)
+        self._metrics_view: tuple[int, MetricsView] | None = None
+
+    def activity(self) -> float:
+        newest = 0.0
+        for name in ACTIVITY_FILES:
+            try:
+                newest = max(newest, os.stat(os.path.join(self.run_dir, name)).st_mtime)
+            except OSError:
+                pass
+        if not newest:
+            try:
+                newest = os.stat(self.run_dir).st_mtime
+            except OSError:
+                pass
+        return newest
+
+    def poll(self, now: float) -> RunInfo:
+        self.status.poll()
+        self.metrics.poll()
+        return self.info(now)
+
+    def info(self, now: float) -> RunInfo:
+        st = self.status.data or {}
+        status_state = st.get("state") if self.status.data is not None else None
+        if not isinstance(status_state, str):
+            status_state = None
+        total = _int(st.get("total_epochs"))
+        metrics_epoch = self.metrics.last_epoch
+        last_row = self.metrics.last_row
+
+        # epochs done: status.json drops completed_epochs on failure, so take
+        # the metrics history too (it is appended just before status.json).
+        completed = _int(st.get("completed_epochs"))
+        done_candidates = [v for v in (completed, metrics_epoch) if v is not None]
+        done = max(done_candidates) if done_candidates else None
+        current = _int(st.get("current_epoch"))
+        if current is None or (done is not None and done > current):
+            current = done
+        progress = None
+        if total and done is not None:
+            progress = min(done / total, 1.0)
+        elif status_state == "running" and total:
+            progress = 0.0
+
+        started_at = parse_time(st.get("started_at"))
+        pid = _int(st.get("pid"))
+        pid_check = check_pid(pid, started_at) if status_state == "running" else None
+        pid_alive = pid_check.alive if pid_check else None
+
+        mean_epoch = _num(st.get("mean_epoch_seconds"))
+        status_elapsed = _num(st.get("elapsed_seconds"))
+        if mean_epoch is None and status_elapsed and done is not None:
+            start_epoch = _int(st.get("start_epoch")) or 1
+            ran = done - start_epoch + 1
+            if ran > 0:
+                mean_epoch = status_elapsed / ran
+
+        state = derive_state(status_state, pid_check, self.status.mtime, mean_epoch, now)
+
+        elapsed = status_elapsed
+        eta = None
+        if state == "running":
+            if started_at is not None:
+                elapsed = max(now - started_at, 0.0)
+            if mean_epoch is not None and total is not None and done is not None:
+                since_update = max(now - (self.status.mtime or now), 0.0)
+                eta = max(mean_epoch * max(total - done, 0) - since_update, 0.0)
+        elif state == "dead" and started_at is not None:
+            updated = parse_time(st.get("updated_at"))
+            if updated is not None:
+                elapsed = max(updated - started_at, 0.0)
+
+        best = _num(st.get("best_metric"))
+        best_name = st.get("best_metric_name")
+        best_epoch = _int(st.get("best_epoch"))
+        if best is None:
+            best = _num(last_row.get("best_metric"))
+            best_epoch = _int(last_row.get("best_epoch"))
+        if not isinstance(best_name, str):
+            best_name = last_row.get("best_metric_name")
+            if not isinstance(best_name, str):
+                best_name = None
+
+        error = None
+        if state == "failed":
+            err = st.get("error")
+            if isinstance(err, dict):
+                etype = err.get("type") or "Error"
+                error = f"{etype}: {err.get('message') or ''}".rstrip(": ")
+            elif err:
+                error = str(err)
+            else:
+                error = "failed (status.json gives no error)"
+        elif state == "dead" and pid_check is not None:
+            error = f"{pid_check.reason}; status.json still says running"
+        elif state == "stalled" and self.status.mtime is not None:
+            quiet = now - self.status.mtime
+            error = (
+                f"no status update for {fmt_duration(quiet)} "
+                f"(limit {fmt_duration(stall_limit(mean_epoch))}); process {pid} still alive"
+            )
+
+        family = st.get("model_family")
+        size = st.get("model_size")
+        model = f"{family}-{size}" if isinstance(family, str) and isinstance(size, str) else None
+        problem = self.status.problem
+        if problem == "no status.json" and self.metrics.row_count:
+            problem = None  # a results.csv-only run (another tool): nothing is wrong
+
+        updated_at = st.get("updated_at") if isinstance(st.get("updated_at"), str) else None
+        return RunInfo(
+            run_dir=self.run_dir,
+            name=self.name,
+            state=state,
+            status_state=status_state,
+            pid=pid,
+            pid_alive=pid_alive,
+            current_epoch=current,
+            total_epochs=total,
+            progress=progress,
+            eta_seconds=eta,
+            elapsed_seconds=elapsed,
+            mean_epoch_seconds=mean_epoch,
+            best_metric=best,
+            best_metric_name=best_name,
+            best_epoch=best_epoch,
+            updated_at=updated_at,
+            error=error,
+            model=model,
+            problem=problem,
+            activity=self.activity(),
+        )
+
+    def metrics_view(self) -> MetricsView:
+        """Cached until the history changes, so unchanged panes compare equal cheaply."""
+        gen = self.metrics.generation
+        if self._metrics_view is not None and self._metrics_view[0] == gen:
+            return self._metrics_view[1]
+        m = self.metrics
+        stats = m.stats()
+        series = tuple(
+            MetricColumn(
+                name=name,
+                last=stats[name].last if name in stats else None,
+                min=stats[name].min if name in stats else None,
+                max=stats[name].max if name in stats else None,
+                best=stats[name].best if name in stats else None,
+                best_epoch=stats[name].best_epoch if name in stats else None,
+                values=m.series(name, SERIES_LEN),
+            )
+            for name in m.numeric_columns()
+        )
+        view = MetricsView(
+            source=m.source,
+            columns=tuple(m.columns),
+            last=m.last_row,
+            series=series,
+            rows=m.row_count,
+            malformed_lines=m.malformed,
+            problem=m.problem,
+        )
+        self._metrics_view = (gen, view)
+        return view
+
+
+class RunsWatcher:
+    """Watches a runs root (or a single run directory) and builds Snapshots."""
+
+    def __init__(self, root: str, log_keep: int = 1000):
+        self.root = os.path.abspath(root)
+        self.finder = RunFinder(self.root)
+        self.log_keep = log_keep
+        self._runs: dict[str, RunWatcher] = {}
+        self._logs: OrderedDict[str, tuple[LogTail, int, LogView]] = OrderedDict()
+
+    def _name(self, run_dir: str) -> str:
+        rel = os.path.relpath(run_dir, self.root)
+        if rel == ".":
+            return os.path.basename(self.root) or self.root
+        return rel
+
+    def refresh(self, now: float, selected: str | None = None) -> Snapshot:
+        if not os.path.isdir(self.root):
+            self._runs.clear()
+            self._logs.clear()
+            what = "is not a directory" if os.path.exists(self.root) else "does not exist"
+            return Snapshot(
+                generated_at=now,
+                root=self.root,
+                root_exists=os.path.exists(self.root),
+                runs=(),
+                selected=None,
+                problem=f"{self.root} {what} yet: runs appear here when "
+                f"`libreyolo train ... project={self.root}` starts one.",
+            )
+        found = self.finder.scan()
+        for gone in set(self._runs) - set(found):
+            del self._runs[gone]
+            self._logs.pop(gone, None)
+        infos = []
+        for run_dir in found:
+            watcher = self._runs.get(run_dir)
+            if watcher is None:
+                watcher = self._runs[run_dir] = RunWatcher(run_dir, self._name(run_dir))
+            infos.append(watcher.poll(now))
+        infos.sort(key=lambda r: (-r.activity, r.name))
+        runs = tuple(infos)
+
+        chosen = None
+        if selected is not None:
+            selected = os.path.abspath(selected)
+            if selected in self._runs:
+                chosen = selected
+        if chosen is None and runs:
+            chosen = runs[0].run_dir
+        sel = None
+        if chosen is not None:
+            sel = SelectedRun(
+                run_dir=chosen,
+                metrics=self._runs[chosen].metrics_view(),
+                log=self._log_view(chosen),
+            )
+        problem = None
+        if not runs:
+            problem = (
+                f"No runs under {self.root} yet: a run appears here when "
+                f"`libreyolo train ... project={self.root}` writes its status.json."
+            )
+        return Snapshot(
+            generated_at=now,
+            root=self.root,
+            root_exists=True,
+            runs=runs,
+            selected=sel,
+            problem=problem,
+        )
+
+    def _log_view(self, run_dir: str) -> LogView:
+        entry = self._logs.pop(run_dir, None)
+        if entry is None:
+            tail = LogTail(os.path.join(run_dir, LOG_NAME), keep=self.log_keep)
+            entry = (tail, -1, None)
+        tail, gen, view = entry
+        tail.poll()
+        if tail.generation != gen or view is None:
+            problem = tail.problem
+            if problem == "missing":
+                problem = f"no {LOG_NAME} yet (libreyolo starts it at epoch 1)"
+            elif problem:
+                problem = f"{LOG_NAME} {problem}"
+            view = LogView(path=tail.path, lines=tail.lines(self.log_keep), problem=problem)
+        self._logs[run_dir] = (tail, tail.generation, view)
+        while len(self._logs) > LOG_TAILS_KEPT:
+            self._logs.popitem(last=False)
+        return view

@@ -1,0 +1,53 @@
+"""Shared fixtures for the real-training tests (marked ``@pytest.mark.training``)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.dataset import make_dataset
+from support.training import Training, libreyolo_executable
+
+LIVE_EPOCHS = 5
+
+
+def _require_libreyolo() -> None:
+    """Skip when libreyolo is unavailable, except in CI (CI=true), where the real run must run."""
+    problem = None
+    try:
+        importlib.import_module("libreyolo")
+    except Exception as exc:  # ImportError, or a broken install
+        problem = f"libreyolo cannot be imported ({exc!r}); install rgpu-tui[train]"
+    else:
+        if not libreyolo_executable().exists():
+            problem = f"libreyolo console script not found at {libreyolo_executable()}"
+    if problem is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{problem} -- in CI the real training tests must run, not skip", pytrace=False)
+    pytest.skip(problem)
+
+
+@pytest.fixture(scope="session")
+def trained_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Absolute path of data.yaml of a tiny synthetic dataset, built once per session."""
+    _require_libreyolo()
+    return make_dataset(tmp_path_factory.mktemp("dataset"))
+
+
+@pytest.fixture
+def live_training(trained_dataset: Path, tmp_path: Path) -> Iterator[Training]:
+    """A started ``libreyolo train`` run (LIVE_EPOCHS epochs) in ``tmp_path/runs/live``.
+
+    The runs root is ``training.project``; the run dir is ``training.run_dir``.
+    The process group is killed on teardown whatever the test did.
+    """
+    training = Training(trained_dataset, tmp_path / "runs", name="live", epochs=LIVE_EPOCHS)
+    training.start()
+    try:
+        yield training
+    finally:
+        training.cleanup()
