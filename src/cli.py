@@ -63,7 +63,11 @@ def cmd_app(argv: list[str]) -> int:
         return 2
     from .tui.app import RgpuApp
 
-    app = RgpuApp(root=args.path, interval=args.interval, theme_name=args.theme)
+    try:
+        app = RgpuApp(root=args.path, interval=args.interval, theme_name=args.theme)
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
     app.run()
     return app.return_code or 0
 

@@ -1,0 +1,153 @@
+"""The Textual app: runs list, run header, metric sparklines, log tail.
+
+One refresh loop: a thread worker builds the next Snapshot with core's
+RunsWatcher and posts it; the app hands each pane its slice; a pane repaints
+only when its slice changed. The next refresh is scheduled when the current
+one has been applied, so a slow disk never piles refreshes up.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Footer, OptionList
+
+from ..core.snapshot import Snapshot
+from ..core.watch import RunsWatcher
+from .messages import RefreshFailed, SnapshotReady
+from .screens.help import HelpScreen
+from .widgets.log_pane import LogPane
+from .widgets.metrics import MetricsPane
+from .widgets.run_header import RunHeader
+from .widgets.runs_list import RunsList
+
+WIDE_COLUMNS = 140
+
+
+class RgpuApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "rgpu-tui"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("m", "metrics_page", "Metrics"),
+    ]
+
+    def __init__(
+        self,
+        root: str,
+        interval: float = 1.0,
+        theme_name: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__()
+        self.root_arg = root
+        self.interval = interval
+        self.clock = clock
+        self.watcher = RunsWatcher(root, log_keep=500)
+        self.selected: str | None = os.path.abspath(root)  # a run dir given as root
+        self.snapshot: Snapshot | None = None
+        self.refresh_error: str | None = None
+        self._lock = threading.Lock()
+        self._in_flight = False
+        self._again = False
+        if theme_name:
+            if theme_name not in self.available_themes:
+                names = ", ".join(sorted(self.available_themes))
+                raise ValueError(f"unknown theme {theme_name!r}; one of: {names}")
+            self.theme = theme_name
+
+    def compose(self) -> ComposeResult:
+        runs = RunsList(id="runs")
+        runs.border_title = "runs"
+        yield runs
+        with Vertical(id="main"):
+            yield RunHeader(id="header")
+            yield MetricsPane(id="metrics")
+            yield LogPane(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(RunsList).focus()
+        self._set_wide(self.size.width)
+        self.request_refresh()
+
+    def on_resize(self, event) -> None:
+        self._set_wide(event.size.width)
+
+    def _set_wide(self, width: int) -> None:
+        self.set_class(width >= WIDE_COLUMNS, "-wide")
+
+    # -- the refresh loop --------------------------------------------------
+
+    def request_refresh(self) -> None:
+        """Start a refresh now, or right after the one in flight."""
+        if self._in_flight:
+            self._again = True
+            return
+        self._in_flight = True
+        self._build_snapshot(self.selected)
+
+    @work(thread=True, group="refresh")
+    def _build_snapshot(self, selected: str | None) -> None:
+        try:
+            with self._lock:
+                snap = self.watcher.refresh(now=self.clock(), selected=selected)
+        except Exception as exc:  # a reader bug must not take the UI down
+            self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(SnapshotReady(snap))
+
+    def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        self.refresh_error = None
+        self.apply_snapshot(message.snapshot)
+        self._refresh_done()
+
+    def on_refresh_failed(self, message: RefreshFailed) -> None:
+        self.refresh_error = f"refresh failed: {message.error}"
+        if self.snapshot is not None:
+            self.apply_snapshot(self.snapshot)
+        self._refresh_done()
+
+    def _refresh_done(self) -> None:
+        self._in_flight = False
+        if self._again:
+            self._again = False
+            self.request_refresh()
+        else:
+            self.set_timer(self.interval, self.request_refresh)
+
+    def apply_snapshot(self, snap: Snapshot) -> None:
+        self.snapshot = snap
+        sel_dir = snap.selected.run_dir if snap.selected else None
+        if self.selected not in {r.run_dir for r in snap.runs}:
+            self.selected = sel_dir
+        runs = self.query_one(RunsList)
+        runs.border_title = f"runs ({len(snap.runs)})"
+        runs.show_runs(snap.runs, sel_dir)
+        message = self.refresh_error or snap.problem
+        self.query_one(RunHeader).show(snap.selected_run, snap.generated_at, message)
+        self.query_one(MetricsPane).show(snap.selected.metrics if snap.selected else None)
+        self.query_one(LogPane).show(snap.selected.log if snap.selected else None)
+        self.sub_title = snap.root
+
+    # -- actions -----------------------------------------------------------
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        run_dir = event.option.id
+        if run_dir and run_dir != self.selected:
+            self.selected = run_dir
+            self.request_refresh()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_metrics_page(self) -> None:
+        self.query_one(MetricsPane).next_page()

@@ -1,0 +1,50 @@
+"""The log tail: the selected run's train.log, newest line at the bottom."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from textual.widgets import Log
+
+from ...core.snapshot import LogView
+
+SHOWN_LINES = 200
+# libreyolo's log format: "2026-12-02 15:19:30 | INFO     | message"
+_LIBREYOLO_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d) \| (\w+)\s*\| ")
+
+
+def compact(line: str) -> str:
+    """Shorten libreyolo's 33-character prefix to the time (and the level unless INFO)."""
+    m = _LIBREYOLO_PREFIX.match(line)
+    if m is None:
+        return line
+    level = "" if m.group(2) == "INFO" else f"{m.group(2)} "
+    return f"{m.group(1)} {level}{line[m.end() :]}"
+
+
+class LogPane(Log):
+    """Rewritten only when the log view changed (new lines, another run)."""
+
+    DEFAULT_CSS = """
+    LogPane { scrollbar-size: 0 0; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(max_lines=SHOWN_LINES, auto_scroll=True, **kwargs)
+        self._view: LogView | None = None
+
+    def show(self, view: LogView | None) -> None:
+        if view is self._view or view == self._view:
+            return
+        self._view = view
+        self.clear()
+        if view is None:
+            self.border_title = "log"
+            return
+        self.border_title = f"log  {os.path.basename(view.path)}"
+        lines = [compact(line) for line in view.lines[-SHOWN_LINES:]]
+        if not lines and view.problem:
+            lines = [view.problem]
+        # one batched write: write_line in a loop costs ~250x more
+        self.write_lines(lines)

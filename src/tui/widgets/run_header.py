@@ -1,0 +1,84 @@
+"""The run header: state, epoch x/N, a progress bar, ETA, elapsed, best, error."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual.widget import Widget
+
+from ...core.snapshot import RunInfo, best_text, epoch_text, fmt_duration
+from ...core.status import parse_time
+from .style import STATE_STYLE, state_badge
+
+
+def text_bar(fraction: float, width: int) -> str:
+    """A one-style bar: full blocks, one partial block, spaces as track."""
+    width = max(width, 1)
+    fraction = min(max(fraction, 0.0), 1.0)
+    eighths = int(round(fraction * width * 8))
+    full, part = divmod(eighths, 8)
+    partial = " ▏▎▍▌▋▊▉"[part] if part and full < width else ""
+    return ("█" * full + partial).ljust(width, "·")
+
+
+class RunHeader(Widget):
+    """Shows one RunInfo; repaints only when what it shows changed."""
+
+    DEFAULT_CSS = """
+    RunHeader { height: auto; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._run: RunInfo | None = None
+        self._now: float = 0.0
+        self._message: str | None = None
+        self._key: tuple | None = None
+
+    def show(self, run: RunInfo | None, now: float, message: str | None = None) -> None:
+        updated = parse_time(run.updated_at) if run else None
+        ago = int(now - updated) if updated is not None else None
+        key = (run, ago, message)
+        if key == self._key:
+            return
+        self._key = key
+        self._run, self._now, self._message = run, now, message
+        self.refresh(layout=True)  # the error line can change the height
+
+    def render(self) -> RenderableType:
+        width = self.size.width or 80
+        r = self._run
+        if r is None:
+            return Text(self._message or "No run selected.", style="italic")
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append(f" {state_badge(r.state).strip()} ", style=STATE_STYLE.get(r.state, ""))
+        out.append(f" {r.name}", style="bold")
+        if r.model:
+            out.append(f"  {r.model}", style="dim")
+        out.append(f"  epoch {epoch_text(r)}\n")
+
+        pct = "  ?%" if r.progress is None else f"{r.progress * 100:3.0f}%"
+        eta = f"ETA {fmt_duration(r.eta_seconds)}" if r.eta_seconds is not None else "ETA -"
+        tail = f" {pct}  {eta}  elapsed {fmt_duration(r.elapsed_seconds)}"
+        if r.mean_epoch_seconds:
+            tail += f"  {fmt_duration(r.mean_epoch_seconds)}/ep"
+        bar_w = max(width - len(tail) - 1, 5)
+        bar = text_bar(r.progress or 0.0, bar_w)
+        out.append(bar, style=STATE_STYLE.get(r.state, "").replace("bold ", "") or None)
+        out.append(tail + "\n")
+
+        out.append(best_text(r))
+        updated = parse_time(r.updated_at)
+        if updated is not None:
+            out.append(f"   updated {fmt_duration(self._now - updated)} ago", style="dim")
+        note, style = None, "yellow"
+        if r.error:
+            note, style = r.error, ("bold yellow" if r.state == "stalled" else "bold red")
+        elif r.problem:
+            note = r.problem
+        elif self._message:
+            note = self._message
+        if note:
+            # the one line that may wrap: an error must be read whole
+            return Group(out, Text(note, style=style, overflow="fold"))
+        return out

@@ -1,0 +1,52 @@
+"""The runs list: one line per run, newest activity first."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from ...core.snapshot import RunInfo
+from .style import STATE_STYLE, state_badge
+
+
+def run_line(r: RunInfo) -> Text:
+    pct = "" if r.progress is None else f"{r.progress * 100:3.0f}%"
+    line = Text(no_wrap=True, overflow="ellipsis")
+    line.append(state_badge(r.state), style=STATE_STYLE.get(r.state, ""))
+    line.append(f" {pct:>4} ")
+    line.append(r.name)
+    return line
+
+
+class RunsList(OptionList):
+    """Arrows or j/k move the highlight; enter selects the run."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+    ]
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._shown: tuple[tuple[str, Text], ...] = ()
+
+    def show_runs(self, runs: tuple[RunInfo, ...], selected: str | None) -> None:
+        """Rebuild the options only when a line's text changed."""
+        lines = tuple((r.run_dir, run_line(r)) for r in runs)
+        if tuple((d, t.plain) for d, t in lines) == tuple((d, t.plain) for d, t in self._shown):
+            return
+        highlighted = None
+        if self.highlighted is not None and self.highlighted < len(self._shown):
+            highlighted = self._shown[self.highlighted][0]
+        self._shown = lines
+        self.set_options(Option(text, id=run_dir) for run_dir, text in lines)
+        target = highlighted or selected
+        if target is not None:
+            for i, (run_dir, _) in enumerate(lines):
+                if run_dir == target:
+                    self.highlighted = i
+                    break
+        elif lines:
+            self.highlighted = 0

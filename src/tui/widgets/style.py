@@ -1,0 +1,25 @@
+"""Colours and short labels shared by the panes."""
+
+from __future__ import annotations
+
+STATE_STYLE = {
+    "running": "bold green",
+    "completed": "bold cyan",
+    "failed": "bold red",
+    "dead": "bold white on red",
+    "stalled": "bold black on yellow",
+    "unknown": "dim",
+}
+
+STATE_BADGE = {
+    "running": "RUN ",
+    "completed": "DONE",
+    "failed": "FAIL",
+    "dead": "DEAD",
+    "stalled": "STAL",
+    "unknown": " ?  ",
+}
+
+
+def state_badge(state: str) -> str:
+    return STATE_BADGE.get(state, state[:4].upper().ljust(4))
