@@ -2,20 +2,25 @@
 
 Rescans are cheap: a directory whose (inode, mtime) did not change since the
 last scan is not listed again (adding or removing an entry changes a
-directory's mtime). Symlinked directories are followed once each: a directory
-already visited (same device and inode) is never entered again, so symlink
-loops end.
+directory's mtime). A listing made within RACY_NS of the directory's mtime is
+not trusted (git's "racily clean" rule): a coarse file-system clock can give a
+change made just after the listing the same mtime, so such a directory is
+listed again until a listing comes after its mtime has settled. Symlinked
+directories are followed once each: a directory already visited (same device
+and inode) is never entered again, so symlink loops end.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 RUN_MARKERS = ("status.json", "metrics.jsonl", "results.csv")
 # never runs themselves, and possibly large: checkpoints, caches, our records
 SKIP_DIRS = {"weights", ".rgpu", "__pycache__", ".git", "node_modules"}
 MAX_DEPTH = 8
+RACY_NS = 2_000_000_000  # above any file-system timestamp granularity
 
 
 @dataclass
@@ -23,6 +28,7 @@ class _DirEntry:
     key: tuple[int, int, int]  # (dev, ino, mtime_ns)
     subdirs: list[str]
     is_run: bool
+    settled: bool = False  # listed well after its mtime: later changes show
 
 
 class RunFinder:
@@ -53,7 +59,7 @@ class RunFinder:
             seen_paths.add(path)
             key = (st.st_dev, st.st_ino, st.st_mtime_ns)
             entry = self._cache.get(path)
-            if entry is None or entry.key != key:
+            if entry is None or entry.key != key or not entry.settled:
                 entry = self._list(path, key)
                 self._cache[path] = entry
             if entry.is_run:
@@ -67,6 +73,7 @@ class RunFinder:
 
     def _list(self, path: str, key: tuple[int, int, int]) -> _DirEntry:
         self.listed += 1
+        settled = time.time_ns() - key[2] > RACY_NS
         subdirs: list[str] = []
         is_run = False
         try:
@@ -85,4 +92,4 @@ class RunFinder:
                         continue
         except OSError:
             pass
-        return _DirEntry(key=key, subdirs=sorted(subdirs), is_run=is_run)
+        return _DirEntry(key=key, subdirs=sorted(subdirs), is_run=is_run, settled=settled)

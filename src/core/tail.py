@@ -177,6 +177,7 @@ def redact(text: str) -> str:
 
 MAX_LOG_LINE = 4096
 LOG_FIRST_READ = 256 * 1024
+LOG_READ_BATCH = 256 * 1024
 
 
 def clean_log_line(raw: bytes, was_cut: bool = False) -> str:
@@ -212,26 +213,27 @@ class LogTail:
 
     def poll(self) -> bool:
         """Read what was appended. Returns True when the tail changed."""
-        result = self._file.read_new()
         changed = False
-        if result.problem != self.problem:
-            self.problem = result.problem
-            changed = True
-        if result.problem:
-            if result.problem == "missing" and self._tail:
+        while True:
+            # bounded batches: a huge append never sits in memory whole
+            result = self._file.read_new(limit=LOG_READ_BATCH)
+            if result.problem != self.problem:
+                self.problem = result.problem
+                changed = True
+            if result.problem:
+                if result.problem == "missing" and self._tail:
+                    self._tail.clear()
+                    self._lines.reset()
+                    changed = True
+                break
+            if result.reset:
                 self._tail.clear()
                 self._lines.reset()
                 changed = True
-            if changed:
-                self.generation += 1
-            return changed
-        if result.reset:
-            self._tail.clear()
-            self._lines.reset()
-            changed = True
-        if result.skipped_head:
-            self._lines.discard_partial()
-        if result.data:
+            if result.skipped_head:
+                self._lines.discard_partial()
+            if not result.data:
+                break
             limit = self._lines.max_line
             for raw in self._lines.feed(result.data):
                 self._tail.append(clean_log_line(raw, was_cut=len(raw) >= limit))
@@ -246,7 +248,8 @@ class LogTail:
         out = list(self._tail)
         pending = self._lines.pending
         if pending and not self._lines.overflowing:
-            text = clean_log_line(pending, was_cut=len(pending) >= self._lines.max_line)
+            # unfinished: a token at its end may still be being written
+            text = clean_log_line(pending, was_cut=True)
             if text:
                 out.append(text)
         if n is not None and n < len(out):

@@ -1,0 +1,157 @@
+"""A fixed runs root for the app tests: a running, a completed and a failed run.
+
+Everything the screen shows is a duration relative to a fixed clock (T0 + 1 h),
+so the screen is the same on every machine and every day. The running run's
+pid is this test process, and its started_at is this process's start time, so
+the liveness check (pid alive, not reused) passes for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+import pytest
+
+SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class RunsRoot:
+    root: Path
+    t0: float  # this process's start, whole seconds
+
+    @property
+    def now(self) -> float:
+        return self.t0 + 3600
+
+    def clock(self) -> float:
+        return self.now
+
+
+def _copy_sample(dst: Path) -> None:
+    shutil.copytree(SAMPLE, dst, ignore=shutil.ignore_patterns("weights", "val"))
+    for p in [dst, *dst.iterdir()]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+
+
+def _write_status(run: Path, data: dict, mtime: float) -> None:
+    (run / "status.json").write_text(json.dumps(data))
+    for name in ("status.json", "metrics.jsonl", "train.log", "results.csv"):
+        if (run / name).exists():
+            os.utime(run / name, (mtime, mtime))
+
+
+def _metrics_rows(n: int, epoch_s: float = 60.0) -> list[dict]:
+    rows = []
+    for e in range(1, n + 1):
+        rows.append(
+            {
+                "epoch": e,
+                "time": epoch_s,
+                "train/loss": 20.0 / e,
+                "validated": True,
+                "is_best": True,
+                "current_metric": 0.05 * e,
+                "current_metric_name": "metrics/mAP50-95",
+                "best_metric": 0.05 * e,
+                "best_metric_name": "metrics/mAP50-95",
+                "best_epoch": e,
+                "train/box_loss": 8.0 / e,
+                "metrics/mAP50-95": 0.05 * e,
+                "metrics/mAP50": 0.09 * e,
+                "lr/group0": 0.001 * e,
+            }
+        )
+    return rows
+
+
+def build_runs_root(base: Path) -> RunsRoot:
+    t0 = float(int(psutil.Process().create_time()))
+    root = base / "runs"
+    root.mkdir()
+
+    done = root / "sample_done"
+    _copy_sample(done)
+    st = json.loads((SAMPLE / "status.json").read_text())
+    st.update(started_at=iso(t0 + 100), updated_at=iso(t0 + 106))
+    _write_status(done, st, t0 + 106)
+
+    failed = root / "failed_oom"
+    failed.mkdir()
+    rows = _metrics_rows(4)
+    (failed / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (failed / "train.log").write_text(
+        "2026-12-02 10:00:00 | INFO     | Epoch 4 - Average loss: 5.0000\n"
+        "2026-12-02 10:00:05 | ERROR    | CUDA out of memory while allocating 2.00 GiB\n"
+    )
+    _write_status(
+        failed,
+        {
+            "schema_version": 1,
+            "pid": 4242,
+            "model_family": "yolo9",
+            "model_size": "s",
+            "save_dir": "/elsewhere/failed_oom",
+            "total_epochs": 10,
+            "start_epoch": 1,
+            "started_at": iso(t0 + 200),
+            "state": "failed",
+            "current_epoch": 5,
+            "elapsed_seconds": 300.0,
+            "error": {"type": "OutOfMemoryError", "message": "CUDA out of memory"},
+            "progress": 0.0,
+            "updated_at": iso(t0 + 500),
+        },
+        t0 + 500,
+    )
+
+    live = root / "live_exp"
+    live.mkdir()
+    rows = _metrics_rows(30)
+    (live / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (live / "train.log").write_text(
+        "".join(
+            f"2026-12-02 11:{e:02d}:00 | INFO     | Epoch {e} - Average loss: {20.0 / e:.4f}\n"
+            for e in range(1, 31)
+        )
+    )
+    _write_status(
+        live,
+        {
+            "schema_version": 1,
+            "pid": os.getpid(),
+            "model_family": "yolo9",
+            "model_size": "t",
+            "save_dir": str(live),
+            "total_epochs": 100,
+            "start_epoch": 1,
+            "started_at": iso(t0),
+            "state": "running",
+            "current_epoch": 30,
+            "completed_epochs": 30,
+            "mean_epoch_seconds": 60.0,
+            "eta_seconds": 4200.0,
+            "best_metric": 1.5,
+            "best_metric_name": "metrics/mAP50-95",
+            "best_epoch": 30,
+            "progress": 0.3,
+            "updated_at": iso(t0 + 3590),
+        },
+        t0 + 3590,
+    )
+    return RunsRoot(root=root, t0=t0)
+
+
+@pytest.fixture
+def runs_root(tmp_path: Path) -> RunsRoot:
+    return build_runs_root(tmp_path)

@@ -1,0 +1,173 @@
+"""The real app under Textual's Pilot, at 80x24 and 160x48."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rgpu_tui.tui.app import RgpuApp
+from rgpu_tui.tui.widgets.log_pane import LogPane
+from rgpu_tui.tui.widgets.metrics import MetricsPane
+from rgpu_tui.tui.widgets.run_header import RunHeader
+from rgpu_tui.tui.widgets.runs_list import RunsList
+
+from .helpers import rendered, wait_for
+
+SIZES = [(80, 24), (160, 48)]
+
+
+def make_app(runs_root, interval: float = 3600.0, root=None) -> RgpuApp:
+    return RgpuApp(root=str(root or runs_root.root), interval=interval, clock=runs_root.clock)
+
+
+def option_texts(app: RgpuApp) -> list[str]:
+    runs = app.query_one(RunsList)
+    return [runs.get_option_at_index(i).prompt.plain for i in range(runs.option_count)]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_panes_show_the_newest_run(runs_root, size):
+    app = make_app(runs_root)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.pause()
+        # newest activity first: live (t0+3590), failed (t0+500), done (t0+106)
+        texts = option_texts(app)
+        assert [t.split()[-1] for t in texts] == ["live_exp", "failed_oom", "sample_done"]
+        assert texts[0].startswith("RUN") and "30%" in texts[0]
+        assert texts[1].startswith("FAIL") and "40%" in texts[1]  # progress from metrics
+        assert texts[2].startswith("DONE") and "100%" in texts[2]
+
+        header = rendered(app.query_one(RunHeader))
+        assert "live_exp" in header and "epoch 30/100" in header
+        assert "ETA 1h09m" in header  # 70 epochs x 60 s - 10 s since the update
+        assert "elapsed 1h00m" in header
+        assert "best mAP50-95 1.5 @ep30" in header
+        assert "updated 10s ago" in header
+
+        metrics = rendered(app.query_one(MetricsPane))
+        assert metrics.splitlines()[0].startswith("train/loss")
+        assert "mAP50-95" in metrics and "lr/group0" in metrics
+        assert "0.6667" in metrics  # last train/loss = 20/30
+
+        log = app.query_one(LogPane)
+        assert log.lines[-1] == "11:30:00 Epoch 30 - Average loss: 0.6667"
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_selecting_another_run_switches_every_pane(runs_root, size):
+    app = make_app(runs_root)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("j", "enter")  # the failed run
+        await wait_for(pilot, lambda: "failed_oom" in rendered(app.query_one(RunHeader)))
+        header = rendered(app.query_one(RunHeader))
+        assert "FAIL" in header and "epoch 5/10" in header
+        assert "OutOfMemoryError: CUDA out of memory" in header
+        assert app.query_one(LogPane).lines[-1] == (
+            "10:00:05 ERROR CUDA out of memory while allocating 2.00 GiB"
+        )
+        assert "5" in rendered(app.query_one(MetricsPane))  # train/loss 20/4
+
+        await pilot.press("down", "enter")  # the completed sample run
+        await wait_for(pilot, lambda: "sample_done" in rendered(app.query_one(RunHeader)))
+        header = rendered(app.query_one(RunHeader))
+        assert "DONE" in header and "epoch 3/3" in header and "@ep3" in header
+        assert "Training complete" in app.query_one(LogPane).lines[-1]
+        assert app.selected.endswith("sample_done")
+
+        await pilot.press("k", "k", "enter")
+        await wait_for(pilot, lambda: "live_exp" in rendered(app.query_one(RunHeader)))
+
+
+async def test_m_pages_through_the_metrics(runs_root):
+    app = make_app(runs_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        pane = app.query_one(MetricsPane)
+        first = rendered(pane)
+        await pilot.press("m")
+        second = rendered(pane)
+        assert second != first
+        assert "box_loss" in second or "mAP50" in second or "time" in second
+        assert pane.border_title.startswith("metrics 2/")
+
+
+async def test_help_opens_and_closes(runs_root):
+    app = make_app(runs_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "HelpScreen"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ != "HelpScreen"
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code in (0, None)
+
+
+async def test_live_refresh_picks_up_a_new_epoch(runs_root):
+    app = make_app(runs_root, interval=0.05)
+    live = runs_root.root / "live_exp"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        row = {"epoch": 31, "train/loss": 0.25, "lr/group0": 0.031}
+        with open(live / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(row) + "\n")
+        with open(live / "train.log", "a") as f:
+            f.write("2026-12-02 11:31:00 | INFO     | Epoch 31 - Average loss: 0.2500\n")
+        await wait_for(pilot, lambda: "Epoch 31" in app.query_one(LogPane).lines[-1])
+        await wait_for(pilot, lambda: "0.25" in rendered(app.query_one(MetricsPane)))
+        assert "epoch 31/100" in rendered(app.query_one(RunHeader))
+
+
+async def test_empty_root_says_where_it_looked(tmp_path, runs_root):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    app = make_app(runs_root, root=empty)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        text = rendered(app.query_one(RunHeader))
+        assert str(empty) in text and "libreyolo train" in text
+        assert option_texts(app) == []
+
+
+async def test_missing_root_still_opens(tmp_path, runs_root):
+    app = make_app(runs_root, root=tmp_path / "nope")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        assert "does not exist" in rendered(app.query_one(RunHeader))
+        (tmp_path / "nope").mkdir()
+        # the root appearing later is picked up by the next refreshes
+        app.interval = 0.05
+        app.request_refresh()
+        await wait_for(pilot, lambda: "No runs under" in rendered(app.query_one(RunHeader)))
+
+
+async def test_unchanged_panes_are_not_repainted(runs_root):
+    app = make_app(runs_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.pause()
+        log, metrics = app.query_one(LogPane), app.query_one(MetricsPane)
+        calls = {"log": 0, "metrics": 0}
+        orig_clear, orig_refresh = log.clear, metrics.refresh
+
+        def counting_clear(*a, **k):
+            calls["log"] += 1
+            return orig_clear(*a, **k)
+
+        def counting_refresh(*a, **k):
+            calls["metrics"] += 1
+            return orig_refresh(*a, **k)
+
+        log.clear = counting_clear
+        metrics.refresh = counting_refresh
+        before = app.snapshot
+        app.request_refresh()
+        await wait_for(pilot, lambda: app.snapshot is not before)
+        await pilot.pause()
+        assert calls == {"log": 0, "metrics": 0}

@@ -1,0 +1,48 @@
+"""SVG snapshots of the app at 80x24 and 160x48 with a frozen clock.
+
+Update after an intended change of the screen with:
+    pytest tests/tui/test_snapshots.py --snapshot-update
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rgpu_tui.tui.app import RgpuApp
+
+from .helpers import wait_for
+
+
+def _app(runs_root) -> RgpuApp:
+    return RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock)
+
+
+async def _loaded(pilot) -> None:
+    await wait_for(pilot, lambda: pilot.app.snapshot is not None)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_running_run(snap_compare, runs_root, size):
+    assert snap_compare(_app(runs_root), terminal_size=size, run_before=_loaded)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_failed_run_selected(snap_compare, runs_root, size):
+    async def select_failed(pilot):
+        await _loaded(pilot)
+        await pilot.press("j", "enter")
+        await wait_for(pilot, lambda: pilot.app.selected.endswith("failed_oom"))
+        await wait_for(pilot, lambda: pilot.app.snapshot.selected.run_dir == pilot.app.selected)
+        await pilot.pause()
+
+    assert snap_compare(_app(runs_root), terminal_size=size, run_before=select_failed)
+
+
+def test_help_screen(snap_compare, runs_root):
+    async def open_help(pilot):
+        await _loaded(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(_app(runs_root), terminal_size=(80, 24), run_before=open_help)

@@ -1,0 +1,105 @@
+"""Fixtures for the core unit tests (tests/unit)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from .helpers import SAMPLE_RUN
+
+
+@pytest.fixture
+def sample_run(tmp_path: Path) -> Path:
+    """A writable copy of the real libreyolo run directory."""
+    if not SAMPLE_RUN.is_dir():
+        pytest.skip(f"sample run not found at {SAMPLE_RUN}")
+    dst = tmp_path / "runs" / "run1"
+    shutil.copytree(SAMPLE_RUN, dst)
+    for dirpath, _dirnames, filenames in os.walk(dst):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+    return dst
+
+
+@pytest.fixture
+def write_status() -> Callable[..., Path]:
+    """write_status(run_dir, mtime=None, **fields): atomically (re)write status.json."""
+
+    def _write(run_dir: Path, mtime: float | None = None, **fields) -> Path:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / "status.json"
+        tmp = run_dir / ".status.json.tmp"
+        tmp.write_text(json.dumps(fields))
+        os.replace(tmp, path)
+        if mtime is not None:
+            os.utime(path, (mtime, mtime))
+        return path
+
+    return _write
+
+
+@pytest.fixture
+def write_metrics() -> Callable[..., Path]:
+    """write_metrics(run_dir, rows, append=True): one JSON object per line."""
+
+    def _write(run_dir: Path, rows: list[dict], append: bool = True) -> Path:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / "metrics.jsonl"
+        with open(path, "a" if append else "w") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+        return path
+
+    return _write
+
+
+@pytest.fixture
+def live_process() -> Iterator[psutil.Process]:
+    """A live child process (`sleep 30`), killed on teardown."""
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        yield psutil.Process(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped."""
+    proc = subprocess.Popen(["sleep", "0"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.fixture
+def zombie_process() -> Iterator[psutil.Process]:
+    """A child that has exited but was not reaped yet (a zombie)."""
+    proc = subprocess.Popen(["sleep", "0"])
+    ps = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 5
+    while ps.status() != psutil.STATUS_ZOMBIE:
+        if time.monotonic() > deadline:  # pragma: no cover
+            proc.kill()
+            proc.wait()
+            pytest.fail("child never became a zombie")
+        time.sleep(0.005)
+    try:
+        yield ps
+    finally:
+        proc.wait()
+
+
+@pytest.fixture
+def me() -> psutil.Process:
+    """This test process: alive, and created before anything the test writes."""
+    return psutil.Process(os.getpid())

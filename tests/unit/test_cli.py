@@ -1,0 +1,57 @@
+"""`rgpu-tui snapshot`, run as a real subprocess (argv list, no shell)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def rgpu(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rgpu_tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_snapshot_json_on_the_sample_run(sample_run: Path) -> None:
+    proc = rgpu("snapshot", str(sample_run), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["schema_version"] == 1
+    assert data["root"] == str(sample_run)
+    [run] = data["runs"]
+    assert (run["name"], run["state"], run["run_dir"]) == ("run1", "completed", str(sample_run))
+    assert (run["current_epoch"], run["total_epochs"], run["progress"]) == (3, 3, 1.0)
+    assert data["selected"]["run_dir"] == str(sample_run)
+    assert data["selected"]["log_tail"][-1].endswith("Training complete in 0.00 hours")
+
+
+def test_snapshot_json_on_a_runs_root(sample_run: Path) -> None:
+    proc = rgpu("snapshot", str(sample_run.parent), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [r["name"] for r in data["runs"]] == ["run1"]
+    assert data["selected"]["run_dir"] == str(sample_run)  # the newest is selected
+
+
+def test_snapshot_text_mentions_run_name_and_state(sample_run: Path) -> None:
+    proc = rgpu("snapshot", str(sample_run))
+    assert proc.returncode == 0, proc.stderr
+    assert "run1" in proc.stdout
+    assert "completed" in proc.stdout
+    assert "3/3" in proc.stdout
+
+
+def test_snapshot_missing_path_fails_with_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such" / "runs"
+    for args in (("snapshot", str(missing), "--json"), ("snapshot", str(missing))):
+        proc = rgpu(*args)
+        assert proc.returncode != 0
+        assert proc.stdout == ""
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1, proc.stderr
+        assert str(missing) in lines[0]
