@@ -13,7 +13,7 @@ async def wait_for(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0
     deadline = time.monotonic() + timeout
     while not cond():
         if time.monotonic() > deadline:
-            raise AssertionError("condition not met within %.1f s" % timeout)
+            raise AssertionError(f"condition not met within {timeout:.1f} s")
         await pilot.pause(0.02)
 
 

@@ -11,6 +11,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+
 from rgpu_tui.core.metrics import (
     MAX_METRICS_LINE,
     READ_BATCH,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from rgpu_tui.core import status as status_mod
 from rgpu_tui.core.status import (
     MAX_STATUS_BYTES,

@@ -8,6 +8,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+
 from rgpu_tui.core.tail import (
     LOG_FIRST_READ,
     MAX_LOG_LINE,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from rgpu_tui.core.snapshot import LOG_TAIL_LEN, SERIES_LEN, snapshot_to_json, snapshot_to_text
 from rgpu_tui.core.watch import RunsWatcher
 
