@@ -39,13 +39,17 @@ def trained_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def live_training(trained_dataset: Path, tmp_path: Path) -> Iterator[Training]:
-    """A started ``libreyolo train`` run (LIVE_EPOCHS epochs) in ``tmp_path/runs/live``.
+def live_training(
+    request: pytest.FixtureRequest, trained_dataset: Path, tmp_path: Path
+) -> Iterator[Training]:
+    """A started ``libreyolo train`` run in ``tmp_path/runs/live``.
 
-    The runs root is ``training.project``; the run dir is ``training.run_dir``.
-    The process group is killed on teardown whatever the test did.
+    LIVE_EPOCHS epochs, or N with ``@pytest.mark.parametrize("live_training", [N],
+    indirect=True)``. The runs root is ``training.project``; the run dir is
+    ``training.run_dir``. The process group is killed on teardown whatever the test did.
     """
-    training = Training(trained_dataset, tmp_path / "runs", name="live", epochs=LIVE_EPOCHS)
+    epochs = getattr(request, "param", LIVE_EPOCHS)
+    training = Training(trained_dataset, tmp_path / "runs", name="live", epochs=epochs)
     training.start()
     try:
         yield training

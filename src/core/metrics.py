@@ -91,8 +91,10 @@ class MetricsReader:
         self._values: dict[str, array] = {}
         self._last_row: dict = {}
         self._seen: set[str] = set()
-        self._stats: dict[str, ColumnStats] = {}
-        self._stats_dirty = False
+        # per numeric column: [last, min, max, best, best_epoch, direction], O(1) per row
+        self._running: dict[str, list] = {}
+        self._stats_dirty = False  # a resume dropped rows: recompute from the arrays
+        self._stats: dict[str, ColumnStats] | None = None
         self._csv_header: list[str] | None = None
         self.malformed = 0
         self.rows_parsed = 0
@@ -197,23 +199,32 @@ class MetricsReader:
             n = keep
             self._stats_dirty = True
         self._epochs.append(epoch)
+        appended = 0
         for key, value in row.items():
             if key not in self._seen:
                 self._seen.add(key)
                 self.columns.append(key)
-            num = _number(value)
-            if num is None:
-                continue
+            kind = type(value)
+            if kind is float:
+                num = value
+            elif kind is int:
+                num = float(value)
+            else:
+                continue  # bools, strings, None: not a curve
             values = self._values.get(key)
             if values is None:
                 values = self._values[key] = array("d", [NAN]) * n
+                self._running[key] = [None, None, None, None, None, metric_direction(key)]
             values.append(num)
-            if not self._stats_dirty:
-                self._stats[key] = _updated(self._stats.get(key), key, num, epoch)
-        for values in self._values.values():
-            if len(values) < n + 1:
-                values.append(NAN)
+            appended += 1
+            if num == num and not self._stats_dirty:
+                _update_running(self._running[key], num, epoch)
+        if appended != len(self._values):  # some known columns are absent from this row
+            for values in self._values.values():
+                if len(values) < n + 1:
+                    values.append(NAN)
         self._last_row = row
+        self._stats = None
 
     # -- results -----------------------------------------------------------
 
@@ -236,50 +247,41 @@ class MetricsReader:
         values = self._values.get(name)
         if values is None:
             return ()
-        return tuple(None if math.isnan(v) else v for v in values[-n:])
+        return tuple([None if v != v else v for v in values[-n:].tolist()])
 
     def stats(self) -> dict[str, ColumnStats]:
         """last/min/max/best per numeric column over the whole (resumed) run."""
         if self._stats_dirty:
             # rows were dropped by a resume: recompute once from the arrays
-            self._stats = {name: self._column_stats(name) for name in self._values}
+            for name, values in self._values.items():
+                running = [None, None, None, None, None, metric_direction(name)]
+                for v, epoch in zip(values, self._epochs, strict=True):
+                    if v == v:
+                        _update_running(running, v, epoch)
+                self._running[name] = running
             self._stats_dirty = False
+            self._stats = None
+        if self._stats is None:
+            self._stats = {
+                name: ColumnStats(last=r[0], min=r[1], max=r[2], best=r[3], best_epoch=r[4])
+                for name, r in self._running.items()
+            }
         return self._stats
-
-    def _column_stats(self, name: str) -> ColumnStats:
-        values = self._values[name]
-        lo = hi = last = None
-        lo_i = hi_i = -1
-        for i, v in enumerate(values):
-            if v != v:  # NaN
-                continue
-            last = v
-            if lo is None or v < lo:
-                lo, lo_i = v, i
-            if hi is None or v >= hi:
-                hi, hi_i = v, i
-        direction = metric_direction(name)
-        best = best_epoch = None
-        if direction == "min" and lo is not None:
-            best, best_epoch = lo, self._epochs[lo_i]
-        elif direction == "max" and hi is not None:
-            best, best_epoch = hi, self._epochs[hi_i]
-        return ColumnStats(last=last, min=lo, max=hi, best=best, best_epoch=best_epoch)
 
 
 _HEADER = object()
 
 
-def _updated(prev: ColumnStats | None, name: str, v: float, epoch: int) -> ColumnStats:
-    """Stats after appending value `v` at `epoch` (O(1) per value)."""
-    if v != v:  # NaN
-        return prev or ColumnStats(None, None, None, None, None)
-    lo = v if prev is None or prev.min is None or v < prev.min else prev.min
-    hi = v if prev is None or prev.max is None or v >= prev.max else prev.max
-    best, best_epoch = (prev.best, prev.best_epoch) if prev else (None, None)
-    direction = metric_direction(name)
-    if direction == "min" and (best is None or v < best):
-        best, best_epoch = v, epoch
-    elif direction == "max" and (best is None or v >= best):
-        best, best_epoch = v, epoch
-    return ColumnStats(last=v, min=lo, max=hi, best=best, best_epoch=best_epoch)
+def _update_running(r: list, v: float, epoch: int) -> None:
+    """Fold a finite value `v` at `epoch` into r = [last, min, max, best, best_epoch, dir]."""
+    r[0] = v
+    if r[1] is None or v < r[1]:
+        r[1] = v
+    if r[2] is None or v >= r[2]:
+        r[2] = v
+    direction = r[5]
+    if direction == "min":
+        if r[3] is None or v < r[3]:
+            r[3], r[4] = v, epoch
+    elif direction == "max" and (r[3] is None or v >= r[3]):
+        r[3], r[4] = v, epoch

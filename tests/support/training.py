@@ -20,6 +20,18 @@ from pathlib import Path
 from typing import IO, Any
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    """Linux: SIGKILL the trainer if the test process dies without tearing down (e.g. it
+    is itself SIGKILLed by a CI timeout). Best effort; a no-op elsewhere."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
 def libreyolo_executable() -> Path:
     """The ``libreyolo`` console script installed beside the running interpreter."""
     return Path(sys.executable).parent / "libreyolo"
@@ -118,6 +130,9 @@ class Training:
             HF_HUB_OFFLINE="1",  # never try to fetch weights
             MPLBACKEND="Agg",
         )
+        # One intra-op thread: as fast for this tiny model, and several runs (or the
+        # watcher under test) sharing a small CI box do not oversubscribe the cores.
+        env.setdefault("OMP_NUM_THREADS", "1")
         self._log_fh = open(self.console_log, "wb")  # closed in cleanup()
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
@@ -128,6 +143,7 @@ class Training:
             cwd=self.project,
             env=env,
             start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
         return self
 
