@@ -44,15 +44,20 @@ class ReadResult:
     data: bytes = b""
     reset: bool = False  # the file was truncated/replaced: data starts at byte 0
     problem: str | None = None  # "missing", "unreadable: ..."; None when fine
-    skipped_head: bool = False  # data starts mid-file (first read of a large file)
+    skipped_head: bool = False  # data starts mid-file (more than `behind_max` was new)
+    skipped_bytes: int = 0
 
 
 class IncrementalFile:
     """Reads only the bytes appended to `path` since the previous call."""
 
-    def __init__(self, path: str, first_read_max: int | None = None):
+    def __init__(self, path: str, first_read_max: int | None = None, burst_max: int | None = None):
+        """A tail passes `first_read_max` (the first read starts that far from the end) and
+        `burst_max` (when more than that was appended, jump to the last `first_read_max`
+        bytes). A history passes neither and reads every byte."""
         self.path = path
         self.first_read_max = first_read_max
+        self.burst_max = burst_max
         self._ino: tuple[int, int] | None = None
         self._offset = 0
         self.bytes_read = 0  # total, for tests and benchmarks
@@ -76,14 +81,21 @@ class IncrementalFile:
                 reset = self._ino is not None
                 self._ino = ident
                 self._offset = 0
-                if self.first_read_max is not None and st.st_size > self.first_read_max:
-                    self._offset = st.st_size - self.first_read_max
-                    skipped = True
+                limit_behind = self.first_read_max
+            else:
+                limit_behind = self.burst_max
+            skipped_bytes = 0
+            if limit_behind is not None and st.st_size - self._offset > limit_behind:
+                # a big file read the first time, or a burst too large to read: keep the end
+                keep = self.first_read_max or limit_behind
+                skipped_bytes = st.st_size - keep - self._offset
+                self._offset = st.st_size - keep
+                skipped = True
             want = st.st_size - self._offset
             if limit is not None:
                 want = min(want, limit)
             if want <= 0:
-                return ReadResult(reset=reset, skipped_head=skipped)
+                return ReadResult(reset=reset, skipped_head=skipped, skipped_bytes=skipped_bytes)
             parts = []
             pos = self._offset
             remaining = want
@@ -97,7 +109,9 @@ class IncrementalFile:
             data = b"".join(parts)
             self._offset = pos
             self.bytes_read += len(data)
-            return ReadResult(data=data, reset=reset, skipped_head=skipped)
+            return ReadResult(
+                data=data, reset=reset, skipped_head=skipped, skipped_bytes=skipped_bytes
+            )
         except OSError as exc:
             return ReadResult(problem=describe_os_error(exc))
         finally:
@@ -178,6 +192,7 @@ def redact(text: str) -> str:
 MAX_LOG_LINE = 4096
 LOG_FIRST_READ = 256 * 1024
 LOG_READ_BATCH = 256 * 1024
+LOG_BURST_MAX = 16 * 1024 * 1024  # more appended between two polls: show only the end
 
 
 def clean_log_line(raw: bytes, was_cut: bool = False) -> str:
@@ -200,7 +215,7 @@ class LogTail:
 
     def __init__(self, path: str, keep: int = 1000):
         self.path = path
-        self._file = IncrementalFile(path, first_read_max=LOG_FIRST_READ)
+        self._file = IncrementalFile(path, first_read_max=LOG_FIRST_READ, burst_max=LOG_BURST_MAX)
         # keep a little more than the cut length so a token at the cut is seen whole
         self._lines = LineSplitter(MAX_LOG_LINE + 64)
         self._tail: deque[str] = deque(maxlen=keep)
@@ -232,6 +247,8 @@ class LogTail:
                 changed = True
             if result.skipped_head:
                 self._lines.discard_partial()
+                if self._tail:  # a burst bigger than the window: say what was jumped over
+                    self._tail.append(f"[… {result.skipped_bytes:,} bytes skipped …]")
             if not result.data:
                 break
             limit = self._lines.max_line

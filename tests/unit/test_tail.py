@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rgpu_tui.core.tail import (
+    LOG_BURST_MAX,
     LOG_FIRST_READ,
     MAX_LOG_LINE,
     IncrementalFile,
@@ -391,3 +392,22 @@ def test_log_tail_missing_file(tmp_path: Path) -> None:
     assert tail.poll() is True
     assert tail.problem == "missing"
     assert tail.lines() == ()
+
+
+def test_log_tail_burst_larger_than_the_limit_jumps_to_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "train.log"
+    path.write_bytes(b"start\n")
+    tail = LogTail(str(path))
+    tail.poll()
+    read_before = tail.bytes_read
+    line = b"x" * 99 + b"\n"
+    burst = line * (LOG_BURST_MAX // len(line) + 1000)  # just over the limit
+    append(path, burst + b"the newest line\n")
+    tail.poll()
+    # only the last window was read, and the gap is said, not hidden
+    assert tail.bytes_read - read_before == LOG_FIRST_READ
+    lines = tail.lines()
+    assert lines[0] == "start"
+    assert lines[1].startswith("[… ") and "bytes skipped" in lines[1]
+    assert lines[-1] == "the newest line"
+    assert set(lines[2:-1]) == {"x" * 99}
