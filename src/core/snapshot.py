@@ -8,7 +8,7 @@ Built by `watch.RunsWatcher`, rendered by the app, printed by
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
 SCHEMA_VERSION = 1
@@ -85,6 +85,75 @@ class SelectedRun:
 
 
 @dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    name: str | None  # None: psutil cannot see it ("unknown process")
+    used_mib: float | None
+    run_dir: str | None  # the run it belongs to (the run's pid or a descendant)
+    kind: str  # "run", "process" (ours, no run), "other-user", "unknown"
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """One GPU. Every measurement is None when the board or driver does not report it."""
+
+    index: int
+    name: str | None
+    uuid: str | None
+    state: str  # "ok" or "lost"
+    util_percent: float | None = None
+    mem_util_percent: float | None = None
+    mem_used_mib: float | None = None
+    mem_total_mib: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    sm_clock_mhz: float | None = None
+    fan_percent: float | None = None
+    pstate: str | None = None  # "P0".."P15"
+    mig_mode: str | None = None  # "enabled", "disabled"
+    flags: tuple[str, ...] = ()  # "idle", "straggler", "starved", "lost"
+    processes: tuple[GpuProcess, ...] = ()
+    util_history: tuple[float | None, ...] = ()  # oldest first, one sample a refresh
+    mem_history: tuple[float | None, ...] = ()  # memory used, MiB
+
+
+@dataclass(frozen=True)
+class GpuView:
+    available: bool
+    reason: str | None  # why not available, in one sentence
+    source: str  # "nvml" or "fake"
+    driver_version: str | None = None
+    devices: tuple[GpuDevice, ...] = ()
+    idle: bool = False  # every GPU under 5% and no running run
+    idle_since: float | None = None  # when the current idle stretch began
+    warnings: tuple[str, ...] = ()  # straggler / starved sentences
+
+
+@dataclass(frozen=True)
+class DiskInfo:
+    path: str
+    total_bytes: int
+    used_bytes: int
+    free_bytes: int
+
+
+@dataclass(frozen=True)
+class SystemView:
+    cpu_percent: float | None
+    cpu_max_percent: float | None  # the busiest core
+    load_avg: tuple[float, float, float] | None
+    mem_used_bytes: int | None
+    mem_total_bytes: int | None
+    swap_used_bytes: int | None
+    swap_total_bytes: int | None
+    disk: DiskInfo | None
+    largest_checkpoint_bytes: int | None = None
+    disk_full_in_hours: float | None = None  # projected from how fast the root grows
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Snapshot:
     generated_at: float
     root: str
@@ -92,6 +161,8 @@ class Snapshot:
     runs: tuple[RunInfo, ...]
     selected: SelectedRun | None
     problem: str | None = None
+    gpus: GpuView | None = None
+    system: SystemView | None = None
     schema_version: int = SCHEMA_VERSION
 
     def run(self, run_dir: str | None) -> RunInfo | None:
@@ -149,6 +220,32 @@ def run_to_json(r: RunInfo) -> dict:
     )
 
 
+def gpus_to_json(g: GpuView) -> dict:
+    return _clean(
+        {
+            "available": g.available,
+            "reason": g.reason,
+            "source": g.source,
+            "driver_version": g.driver_version,
+            "idle": g.idle,
+            "idle_since": iso(g.idle_since) if g.idle_since is not None else None,
+            "warnings": list(g.warnings),
+            "devices": [
+                {
+                    **{k: v for k, v in asdict(d).items() if k != "processes"},
+                    "flags": list(d.flags),
+                    "processes": [asdict(p) for p in d.processes],
+                }
+                for d in g.devices
+            ],
+        }
+    )
+
+
+def system_to_json(s: SystemView) -> dict:
+    return _clean(asdict(s))
+
+
 def snapshot_to_json(s: Snapshot) -> dict:
     selected = None
     if s.selected is not None:
@@ -186,6 +283,8 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "problem": s.problem,
             "runs": [run_to_json(r) for r in s.runs],
             "selected": selected,
+            "gpus": gpus_to_json(s.gpus) if s.gpus is not None else None,
+            "system": system_to_json(s.system) if s.system is not None else None,
         }
     )
 
