@@ -25,7 +25,29 @@ def _app_parser() -> argparse.ArgumentParser:
         "--interval", type=float, default=1.0, help="seconds between refreshes (default 1)"
     )
     p.add_argument("--theme", default=None, help="Textual theme, e.g. ansi-dark for slow links")
+    _add_fake_gpus(p)
     return p
+
+
+def _add_fake_gpus(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--fake-gpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="replace NVML with N simulated GPUs (also RGPU_FAKE_GPUS=N); labelled simulated",
+    )
+
+
+def _fake_gpus(args) -> tuple[int | None, dict[int, float] | None]:
+    """--fake-gpus wins over RGPU_FAKE_GPUS; RGPU_FAKE_GPU_LOSE=i@s loses device i after s."""
+    from .core.gpu import fake_gpus_from_env
+
+    env_n, lose = fake_gpus_from_env()
+    n = args.fake_gpus if args.fake_gpus is not None else env_n
+    if n is not None and n < 0:
+        raise ValueError("--fake-gpus must be 0 or more")
+    return n, lose
 
 
 def _snapshot_parser() -> argparse.ArgumentParser:
@@ -34,20 +56,29 @@ def _snapshot_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("path", nargs="?", default=DEFAULT_ROOT, help="runs root or one run directory")
     p.add_argument("--json", action="store_true", help="print JSON (schema_version 1)")
+    _add_fake_gpus(p)
     return p
 
 
 def cmd_snapshot(argv: list[str]) -> int:
     args = _snapshot_parser().parse_args(argv)
+    from .core.collect import Collector
     from .core.snapshot import snapshot_to_json, snapshot_to_text
-    from .core.watch import RunsWatcher
 
     if not os.path.exists(args.path):
         print(f"rgpu-tui: {args.path}: no such file or directory", file=sys.stderr)
         return 2
-    watcher = RunsWatcher(args.path)
-    # a run directory given as PATH is the selected run; a root selects the newest
-    snap = watcher.refresh(now=time.time(), selected=os.path.abspath(args.path))
+    try:
+        fake_n, fake_lose = _fake_gpus(args)
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
+    collector = Collector(args.path, fake_gpus=fake_n, fake_lose=fake_lose)
+    try:
+        # a run directory given as PATH is the selected run; a root selects the newest
+        snap = collector.refresh(now=time.time(), selected=os.path.abspath(args.path))
+    finally:
+        collector.close()
     if args.json:
         json.dump(snapshot_to_json(snap), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -64,7 +95,14 @@ def cmd_app(argv: list[str]) -> int:
     from .tui.app import RgpuApp
 
     try:
-        app = RgpuApp(root=args.path, interval=args.interval, theme_name=args.theme)
+        fake_n, fake_lose = _fake_gpus(args)
+        app = RgpuApp(
+            root=args.path,
+            interval=args.interval,
+            theme_name=args.theme,
+            fake_gpus=fake_n,
+            fake_lose=fake_lose,
+        )
     except ValueError as exc:
         print(f"rgpu-tui: {exc}", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ Built by `watch.RunsWatcher`, rendered by the app, printed by
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
@@ -334,8 +335,64 @@ def best_text(r: RunInfo) -> str:
     return f"best {name} {fmt_number(r.best_metric)}{at}"
 
 
+def _na(value, fmt: str, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "N/A"
+    return f"{value:{fmt}}{unit}"
+
+
+def gpus_to_text(g: GpuView) -> list[str]:
+    if not g.available:
+        return [g.reason or "no GPUs"]
+    label = "simulated" if g.source == "fake" else f"driver {g.driver_version or 'N/A'}"
+    out = [f"GPUs {len(g.devices)} ({label})" + ("  IDLE" if g.idle else "")]
+    for d in g.devices:
+        if d.state == "lost":
+            out.append(f"  {d.index} {d.name or 'N/A'}: LOST")
+            continue
+        mem = (
+            f"{d.mem_used_mib / 1024:.1f}/{d.mem_total_mib / 1024:.0f} GiB"
+            if d.mem_used_mib is not None and d.mem_total_mib
+            else "N/A"
+        )
+        procs = ", ".join(
+            f"{p.pid}{' ' + os.path.basename(p.run_dir) if p.run_dir else ''}" for p in d.processes
+        )
+        line = (
+            f"  {d.index} {d.name or 'N/A'}: util {_na(d.util_percent, '.0f', '%')}"
+            f"  mem {mem}  {_na(d.temperature_c, '.0f', 'C')}  {_na(d.power_w, '.0f', 'W')}"
+        )
+        if d.flags:
+            line += "  [" + ",".join(d.flags) + "]"
+        if procs:
+            line += f"  pids {procs}"
+        out.append(line)
+    out.extend(f"  ! {w}" for w in g.warnings)
+    return out
+
+
+def system_to_text(s: SystemView) -> list[str]:
+    gib = 1024**3
+    parts = [f"CPU {_na(s.cpu_percent, '.0f', '%')}"]
+    if s.load_avg:
+        parts.append(f"load {s.load_avg[0]:.2f}")
+    if s.mem_total_bytes:
+        used = s.mem_used_bytes or 0
+        parts.append(f"RAM {used / gib:.1f}/{s.mem_total_bytes / gib:.1f} GiB")
+    if s.disk:
+        parts.append(
+            f"disk {s.disk.path}: {s.disk.free_bytes / gib:.1f} GiB free of "
+            f"{s.disk.total_bytes / gib:.1f}"
+        )
+    return ["  ".join(parts)] + [f"  ! {w}" for w in s.warnings]
+
+
 def snapshot_to_text(s: Snapshot) -> str:
     out = [f"rgpu-tui snapshot  {iso(s.generated_at)}  root {s.root}"]
+    if s.gpus is not None:
+        out.extend(gpus_to_text(s.gpus))
+    if s.system is not None:
+        out.extend(system_to_text(s.system))
     if s.problem:
         out.append(s.problem)
     for r in s.runs:

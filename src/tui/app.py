@@ -1,7 +1,8 @@
-"""The Textual app: runs list, run header, metric sparklines, log tail.
+"""The Textual app: machine pane (GPUs, CPU, RAM, disk), runs list, run header,
+metric sparklines, log tail.
 
 One refresh loop: a thread worker builds the next Snapshot with core's
-RunsWatcher and posts it; the app hands each pane its slice; a pane repaints
+Collector and posts it; the app hands each pane its slice; a pane repaints
 only when its slice changed. The next refresh is scheduled when the current
 one has been applied, so a slow disk never piles refreshes up.
 """
@@ -16,19 +17,21 @@ from collections.abc import Callable
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, OptionList
 
+from ..core.collect import Collector
 from ..core.snapshot import Snapshot
-from ..core.watch import RunsWatcher
 from .messages import RefreshFailed, SnapshotReady
 from .screens.help import HelpScreen
+from .widgets.gpus import GpuPane
 from .widgets.log_pane import LogPane
 from .widgets.metrics import MetricsPane
 from .widgets.run_header import RunHeader
 from .widgets.runs_list import RunsList
 
 WIDE_COLUMNS = 140
+SHORT_ROWS = 32  # below this the metrics pane drops its border
 
 
 class RgpuApp(App[int]):
@@ -46,12 +49,16 @@ class RgpuApp(App[int]):
         interval: float = 1.0,
         theme_name: str | None = None,
         clock: Callable[[], float] = time.time,
+        fake_gpus: int | None = None,
+        fake_lose: dict[int, float] | None = None,
     ) -> None:
         super().__init__()
         self.root_arg = root
         self.interval = interval
         self.clock = clock
-        self.watcher = RunsWatcher(root, log_keep=500)
+        self.collector = Collector(
+            root, fake_gpus=fake_gpus, fake_lose=fake_lose, interval=interval, log_keep=500
+        )
         self.selected: str | None = os.path.abspath(root)  # a run dir given as root
         self.snapshot: Snapshot | None = None
         self.refresh_error: str | None = None
@@ -65,25 +72,32 @@ class RgpuApp(App[int]):
             self.theme = theme_name
 
     def compose(self) -> ComposeResult:
-        runs = RunsList(id="runs")
-        runs.border_title = "runs"
-        yield runs
-        with Vertical(id="main"):
-            yield RunHeader(id="header")
-            yield MetricsPane(id="metrics")
-            yield LogPane(id="log")
+        yield GpuPane(id="gpus")
+        with Horizontal(id="body"):
+            runs = RunsList(id="runs")
+            runs.border_title = "runs"
+            yield runs
+            with Vertical(id="main"):
+                yield RunHeader(id="header")
+                yield MetricsPane(id="metrics")
+                yield LogPane(id="log")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(RunsList).focus()
-        self._set_wide(self.size.width)
+        self._set_layout(self.size)
         self.request_refresh()
 
     def on_resize(self, event) -> None:
-        self._set_wide(event.size.width)
+        self._set_layout(event.size)
 
-    def _set_wide(self, width: int) -> None:
-        self.set_class(width >= WIDE_COLUMNS, "-wide")
+    def on_unmount(self) -> None:
+        with self._lock:  # a refresh in flight finishes first
+            self.collector.close()
+
+    def _set_layout(self, size) -> None:
+        self.set_class(size.width >= WIDE_COLUMNS, "-wide")
+        self.set_class(size.height < SHORT_ROWS, "-short")
 
     # -- the refresh loop --------------------------------------------------
 
@@ -99,7 +113,7 @@ class RgpuApp(App[int]):
     def _build_snapshot(self, selected: str | None) -> None:
         try:
             with self._lock:
-                snap = self.watcher.refresh(now=self.clock(), selected=selected)
+                snap = self.collector.refresh(now=self.clock(), selected=selected)
         except Exception as exc:  # a reader bug must not take the UI down
             self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
             return
@@ -132,11 +146,11 @@ class RgpuApp(App[int]):
         runs = self.query_one(RunsList)
         runs.border_title = f"runs ({len(snap.runs)})"
         runs.show_runs(snap.runs, sel_dir)
+        self.query_one(GpuPane).show(snap.gpus, snap.system, snap.runs, snap.generated_at)
         message = self.refresh_error or snap.problem
         self.query_one(RunHeader).show(snap.selected_run, snap.generated_at, message)
         self.query_one(MetricsPane).show(snap.selected.metrics if snap.selected else None)
         self.query_one(LogPane).show(snap.selected.log if snap.selected else None)
-        self.sub_title = snap.root
 
     # -- actions -----------------------------------------------------------
 

@@ -2,8 +2,9 @@
 
 Everything the screen shows is a duration relative to a fixed clock (T0 + 1 h),
 so the screen is the same on every machine and every day. The running run's
-pid is this test process, and its started_at is this process's start time, so
-the liveness check (pid alive, not reused) passes for real.
+pid is PID 1 (always alive, and the same number everywhere, so the wide GPU
+rows that show pids do not change), and its started_at is PID 1's start time,
+so the liveness check (pid alive, not reused) passes for real.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
@@ -28,7 +30,7 @@ def iso(ts: float) -> str:
 @dataclass
 class RunsRoot:
     root: Path
-    t0: float  # this process's start, whole seconds
+    t0: float  # PID 1's start, whole seconds
 
     @property
     def now(self) -> float:
@@ -76,7 +78,7 @@ def _metrics_rows(n: int, epoch_s: float = 60.0) -> list[dict]:
 
 
 def build_runs_root(base: Path) -> RunsRoot:
-    t0 = float(int(psutil.Process().create_time()))
+    t0 = float(int(psutil.Process(1).create_time()))
     root = base / "runs"
     root.mkdir()
 
@@ -129,7 +131,7 @@ def build_runs_root(base: Path) -> RunsRoot:
         live,
         {
             "schema_version": 1,
-            "pid": os.getpid(),
+            "pid": 1,
             "model_family": "yolo9",
             "model_size": "t",
             "save_dir": str(live),
@@ -155,3 +157,34 @@ def build_runs_root(base: Path) -> RunsRoot:
 @pytest.fixture
 def runs_root(tmp_path: Path) -> RunsRoot:
     return build_runs_root(tmp_path)
+
+
+GIB = 1024**3
+
+
+@pytest.fixture(autouse=True)
+def steady_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fixed CPU, RAM, load and disk readings, so the screen is the same on every machine.
+
+    The system code path is the real one; only what psutil, os and shutil answer is fixed.
+    GPUs in these tests are always the simulated ones (--fake-gpus), never this machine's.
+    """
+    from rgpu_tui.core import system
+
+    monkeypatch.setattr(
+        system.psutil,
+        "cpu_percent",
+        lambda interval=None, percpu=False: [40.0, 60.0] if percpu else 50.0,
+    )
+    monkeypatch.setattr(
+        system.psutil,
+        "virtual_memory",
+        lambda: SimpleNamespace(total=24 * GIB, available=16 * GIB),
+    )
+    monkeypatch.setattr(system.psutil, "swap_memory", lambda: SimpleNamespace(total=0, used=0))
+    monkeypatch.setattr(system.os, "getloadavg", lambda: (1.5, 1.25, 1.0))
+    monkeypatch.setattr(
+        system.shutil,
+        "disk_usage",
+        lambda path: SimpleNamespace(total=250 * GIB, used=170 * GIB, free=80 * GIB),
+    )

@@ -17,8 +17,13 @@ from .helpers import rendered, wait_for
 SIZES = [(80, 24), (160, 48)]
 
 
-def make_app(runs_root, interval: float = 3600.0, root=None) -> RgpuApp:
-    return RgpuApp(root=str(root or runs_root.root), interval=interval, clock=runs_root.clock)
+def make_app(runs_root, interval: float = 3600.0, root=None, gpus: int = 2) -> RgpuApp:
+    return RgpuApp(
+        root=str(root or runs_root.root),
+        interval=interval,
+        clock=runs_root.clock,
+        fake_gpus=gpus,
+    )
 
 
 def option_texts(app: RgpuApp) -> list[str]:
@@ -119,7 +124,11 @@ async def test_live_refresh_picks_up_a_new_epoch(runs_root):
             f.write(json.dumps(row) + "\n")
         with open(live / "train.log", "a") as f:
             f.write("2026-12-02 11:31:00 | INFO     | Epoch 31 - Average loss: 0.2500\n")
-        await wait_for(pilot, lambda: "Epoch 31" in app.query_one(LogPane).lines[-1])
+        log = app.query_one(LogPane)
+        await wait_for(pilot, lambda: "Epoch 31" in log.lines[-1])
+        await pilot.pause()
+        # the newest line is on screen: the pane follows the end of the log
+        assert log.max_scroll_y > 0 and log.scroll_offset.y == log.max_scroll_y
         await wait_for(pilot, lambda: "0.25" in rendered(app.query_one(MetricsPane)))
         assert "epoch 31/100" in rendered(app.query_one(RunHeader))
 

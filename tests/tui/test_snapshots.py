@@ -13,8 +13,8 @@ from rgpu_tui.tui.app import RgpuApp
 from .helpers import wait_for
 
 
-def _app(runs_root) -> RgpuApp:
-    return RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock)
+def _app(runs_root, gpus: int = 2) -> RgpuApp:
+    return RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=gpus)
 
 
 async def _loaded(pilot) -> None:
@@ -37,6 +37,11 @@ def test_failed_run_selected(snap_compare, runs_root, size):
         await pilot.pause()
 
     assert snap_compare(_app(runs_root), terminal_size=size, run_before=select_failed)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_eight_gpus(snap_compare, runs_root, size):
+    assert snap_compare(_app(runs_root, gpus=8), terminal_size=size, run_before=_loaded)
 
 
 def test_help_screen(snap_compare, runs_root):

@@ -33,10 +33,14 @@ class LogPane(Log):
     def __init__(self, **kwargs) -> None:
         super().__init__(max_lines=SHOWN_LINES, auto_scroll=True, **kwargs)
         self._view: LogView | None = None
+        self._auto_y = 0  # the scroll offset our last follow-scroll left
 
     def show(self, view: LogView | None) -> None:
         if view is self._view or view == self._view:
             return
+        switched = self._view is None or view is None or view.path != self._view.path
+        # follow the newest line unless the user scrolled up since we last scrolled down
+        follow = switched or self.scroll_offset.y >= self._auto_y
         self._view = view
         self.clear()
         if view is None:
@@ -47,4 +51,16 @@ class LogPane(Log):
         if not lines and view.problem:
             lines = [view.problem]
         # one batched write: write_line in a loop costs ~250x more
-        self.write_lines(lines)
+        self.write_lines(lines, scroll_end=False)
+        if follow:
+            # after clear() Log's own auto-scroll sees a stale offset, and the pane's
+            # height may change in this same refresh: scroll once the layout is done
+            self.call_after_refresh(self._to_end)
+
+    def _to_end(self) -> None:
+        self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self._auto_y = self.scroll_offset.y
+
+    def on_resize(self) -> None:
+        if self.scroll_offset.y >= self._auto_y:
+            self.call_after_refresh(self._to_end)

@@ -19,13 +19,17 @@ BLOCKS = "▁▂▃▄▅▆▇█"
 HIDDEN = {"epoch", "best_epoch", "validated", "is_best", "metrics/max_det", "speed/images_seen"}
 
 
-def sparkline(values, width: int) -> str:
-    """The newest `width` values as block characters; gaps for unknown values."""
-    vals = [v for v in values][-width:] if width > 0 else []
+def sparkline(values, width: int, lo: float | None = None, hi: float | None = None) -> str:
+    """The newest `width` values as block characters; gaps for unknown values.
+
+    The scale is the values' own range unless `lo`/`hi` fix it (0-100 for a percentage).
+    """
+    vals = list(values)[-width:] if width > 0 else []
     finite = [v for v in vals if v is not None and math.isfinite(v)]
     if not finite:
         return ""
-    lo, hi = min(finite), max(finite)
+    lo = min(finite) if lo is None else lo
+    hi = max(finite) if hi is None else hi
     span = hi - lo
     out = []
     for v in vals:
@@ -34,7 +38,7 @@ def sparkline(values, width: int) -> str:
         elif span == 0:
             out.append(BLOCKS[3])
         else:
-            out.append(BLOCKS[min(int((v - lo) / span * 8), 7)])
+            out.append(BLOCKS[max(min(int((v - lo) / span * 8), 7), 0)])
     return "".join(out)
 
 

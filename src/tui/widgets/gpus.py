@@ -1,0 +1,179 @@
+"""The machine pane: one summary line (GPUs, CPU, RAM, disk), one row per GPU, alerts.
+
+At 80 columns a GPU row is: index, short name, utilisation bar and %, memory
+used/total, temperature, power, and the run it works for. From WIDE columns on,
+each row adds the utilisation history sparkline and the process list. Unknown
+values read "N/A" at the same width, so columns never shift or get cut mid-number.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+from textual.widget import Widget
+
+from ...core.snapshot import GpuDevice, GpuView, RunInfo, SystemView, fmt_duration
+from .metrics import sparkline
+from .run_header import text_bar
+
+WIDE = 120
+GIB = 1024**3
+
+
+def short_gpu_name(name: str | None) -> str:
+    if not name:
+        return "N/A"
+    for prefix in ("NVIDIA ", "GeForce ", "Tesla ", "Quadro "):
+        name = name.replace(prefix, "")
+    return name
+
+
+def _num(value: float | None, fmt: str, width: int, unit: str = "") -> str:
+    if value is None or not math.isfinite(value):
+        return "N/A".rjust(width) + " " * len(unit)
+    return f"{value:{fmt}}".rjust(width) + unit
+
+
+def _gib(nbytes: int | None) -> str:
+    if nbytes is None:
+        return "N/A"
+    return f"{nbytes / GIB:.1f}G"
+
+
+def system_parts(s: SystemView | None) -> list[str]:
+    """CPU, RAM, disk, load, swap: most important first, so a narrow line drops the last."""
+    if s is None:
+        return []
+    parts = []
+    if s.cpu_percent is not None:
+        busiest = f" (max {s.cpu_max_percent:.0f}%)" if s.cpu_max_percent is not None else ""
+        parts.append(f"CPU {s.cpu_percent:.0f}%{busiest}")
+    else:
+        parts.append("CPU …")  # psutil needs two readings to measure
+    if s.mem_total_bytes:
+        parts.append(f"RAM {_gib(s.mem_used_bytes)}/{_gib(s.mem_total_bytes)}")
+    if s.disk is not None:
+        parts.append(f"disk {_gib(s.disk.free_bytes)} free")
+    if s.load_avg is not None:
+        parts.append(f"load {s.load_avg[0]:.1f}")
+    if s.swap_total_bytes:
+        parts.append(f"swap {_gib(s.swap_used_bytes)}")
+    return parts
+
+
+def gpu_row(d: GpuDevice, names: dict[str, str], width: int, name_w: int) -> Text:
+    row = Text(no_wrap=True, overflow="ellipsis")
+    name = short_gpu_name(d.name)[:name_w]
+    row.append(f"{d.index:>2} {name:<{name_w}} ")
+    if d.state == "lost":
+        row.append("LOST: NVML lost this GPU; the others keep updating", style="bold red")
+        return row
+    util = d.util_percent
+    style = "green" if util is not None and util >= 50 else ("yellow" if util else "dim")
+    row.append(text_bar((util or 0.0) / 100.0, 10), style=style)
+    row.append(_num(util, ".0f", 4, "%"))
+    if d.mem_total_mib:
+        used = "N/A" if d.mem_used_mib is None else f"{d.mem_used_mib / 1024:.1f}"
+        row.append(f" {used:>5}/{d.mem_total_mib / 1024:.0f}G".ljust(11))
+    else:
+        row.append("    N/A mem")
+    row.append(_num(d.temperature_c, ".0f", 4, "C"))
+    row.append(_num(d.power_w, ".0f", 5, "W"))
+    if width >= WIDE and d.util_history:
+        row.append("  ")
+        row.append(sparkline(d.util_history, 24, lo=0.0, hi=100.0).ljust(24), style="cyan")
+    owners = []
+    for p in d.processes:
+        if p.kind == "run" and p.run_dir:
+            label = names.get(p.run_dir, p.run_dir)
+        elif p.kind == "unknown":
+            label = "unknown process"
+        elif p.kind == "other-user":
+            label = f"other user's {p.name or 'process'}"
+        else:
+            label = p.name or "process"
+        if width >= WIDE:
+            mem = f" {p.used_mib / 1024:.1f}G" if p.used_mib is not None else ""
+            label = f"{label} (pid {p.pid}{mem})"
+        if label not in owners:
+            owners.append(label)
+    if owners:
+        row.append("  ")
+        row.append(owners[0] if width < WIDE else ", ".join(owners))
+        if width < WIDE and len(owners) > 1:
+            row.append(f" +{len(owners) - 1}")
+    for flag in d.flags:
+        if flag in ("straggler", "starved"):
+            row.append(f" [{flag}]", style="bold yellow")
+    return row
+
+
+class GpuPane(Widget):
+    """Repaints only when its slice (GPUs, system, run names, idle minutes) changed."""
+
+    DEFAULT_CSS = """
+    GpuPane { height: 1; padding: 0 1; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._key: tuple | None = None
+        self._gpus: GpuView | None = None
+        self._system: SystemView | None = None
+        self._names: dict[str, str] = {}
+        self._now = 0.0
+
+    def show(
+        self,
+        gpus: GpuView | None,
+        system: SystemView | None,
+        runs: tuple[RunInfo, ...],
+        now: float,
+    ) -> None:
+        names = {r.run_dir: r.name for r in runs}
+        idle_min = None
+        if gpus is not None and gpus.idle and gpus.idle_since is not None:
+            idle_min = int((now - gpus.idle_since) // 60)
+        key = (gpus, system, tuple(sorted(names.items())), idle_min)
+        if key == self._key:
+            return
+        self._key = key
+        self._gpus, self._system, self._names, self._now = gpus, system, names, now
+        self.styles.height = len(self._lines())
+        self.refresh(layout=True)
+
+    def _lines(self) -> list[Text]:
+        width = max((self.content_region.width or 78), 40)
+        g, s = self._gpus, self._system
+        head = Text(no_wrap=True, overflow="ellipsis")
+        lines = [head]
+        if g is None:
+            head.append("GPUs …", style="bold")
+        elif not g.available:
+            head.append(g.reason or "No GPUs", style="yellow")
+        else:
+            head.append(f"GPUs {len(g.devices)}", style="bold")
+            if g.source == "fake":
+                head.append(" simulated", style="bold magenta")
+            elif g.driver_version:
+                head.append(f" driver {g.driver_version}", style="dim")
+            if g.idle:
+                since = self._now - g.idle_since if g.idle_since is not None else None
+                head.append(f"  IDLE {fmt_duration(since)}", style="bold black on yellow")
+        sep = "  │  "
+        for part in system_parts(s):
+            if head.cell_len + len(sep) + len(part) > width:
+                break
+            head.append(sep + part)
+            sep = "  "
+        if g is not None and g.available:
+            name_w = min(max((len(short_gpu_name(d.name)) for d in g.devices), default=3), 12)
+            lines.extend(gpu_row(d, self._names, width, name_w) for d in g.devices)
+        warnings = list(g.warnings if g is not None else ()) + list(s.warnings if s else ())
+        for w in warnings:
+            lines.append(Text(w, style="bold yellow", no_wrap=True, overflow="ellipsis"))
+        return lines
+
+    def render(self) -> Text:
+        return Text("\n", no_wrap=True, overflow="ellipsis").join(self._lines())
