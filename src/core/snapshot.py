@@ -155,6 +155,32 @@ class SystemView:
 
 
 @dataclass(frozen=True)
+class CostView:
+    """Money, from the settings and the clock. Unknown inputs give None, never a guess."""
+
+    configured: bool  # a price per hour is set
+    price_per_hour: float | None = None
+    billing_started_at: float | None = None  # epoch seconds
+    billing_started_source: str | None = None  # "settings", "container start", "boot time"
+    billed_hours: float | None = None
+    spent: float | None = None
+    run_spent: float | None = None  # the selected run: elapsed x rate
+    per_epoch: float | None = None
+    to_finish: float | None = None
+    projected_total: float | None = None
+    stopped_per_hour: float | None = None
+    break_even_hours: float | None = None
+    stop_saving_percent: float | None = None
+    idle_seconds: float | None = None  # idle time seen since billing started (while watched)
+    idle_spent: float | None = None
+    idle_now_seconds: float | None = None  # the current idle stretch, None when busy
+    idle_minutes: float = 10.0  # banner threshold
+    balance_left: float | None = None
+    balance_runs_out_at: float | None = None  # epoch seconds
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Snapshot:
     generated_at: float
     root: str
@@ -164,6 +190,7 @@ class Snapshot:
     problem: str | None = None
     gpus: GpuView | None = None
     system: SystemView | None = None
+    cost: CostView | None = None
     schema_version: int = SCHEMA_VERSION
 
     def run(self, run_dir: str | None) -> RunInfo | None:
@@ -247,6 +274,14 @@ def system_to_json(s: SystemView) -> dict:
     return _clean(asdict(s))
 
 
+def cost_to_json(c: CostView) -> dict:
+    out = asdict(c)
+    for key in ("billing_started_at", "balance_runs_out_at"):
+        if out[key] is not None:
+            out[key] = iso(out[key])
+    return _clean(out)
+
+
 def snapshot_to_json(s: Snapshot) -> dict:
     selected = None
     if s.selected is not None:
@@ -286,6 +321,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "selected": selected,
             "gpus": gpus_to_json(s.gpus) if s.gpus is not None else None,
             "system": system_to_json(s.system) if s.system is not None else None,
+            "cost": cost_to_json(s.cost) if s.cost is not None else None,
         }
     )
 
