@@ -1,7 +1,8 @@
 """Collector: the one place that builds a full Snapshot.
 
-Runs (RunsWatcher), the machine (SystemMonitor) and the GPUs (GpuMonitor), in
-that order: the GPU waste signals need the runs and the host CPU. The app's
+Runs (RunsWatcher), the machine (SystemMonitor), the GPUs (GpuMonitor) and the
+money (CostTracker), in that order: the GPU waste signals need the runs and the
+host CPU, and idle money needs the GPUs. The app's
 refresh worker and `rgpu-tui snapshot` both call `refresh`, so the screen and
 the JSON never disagree.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .config import Settings
+from .cost import CostTracker, cost_once
 from .gpu import GpuMonitor
 from .snapshot import Snapshot
 from .system import SystemMonitor
@@ -25,16 +28,27 @@ class Collector:
         fake_lose: dict[int, float] | None = None,
         interval: float = 1.0,
         log_keep: int = 1000,
+        settings: Settings | None = None,
+        one_shot: bool = False,
     ) -> None:
+        """`one_shot`: a single look (`rgpu-tui snapshot`), which cannot see idle time, so
+        the idle figures are unknown rather than zero."""
         self.runs = RunsWatcher(root, log_keep=log_keep)
         self.system = SystemMonitor(root)
         self.gpus = GpuMonitor(fake_gpus, interval=interval, fake_lose=fake_lose)
+        self.settings = settings or Settings()
+        self.one_shot = one_shot
+        self.cost = CostTracker(self.settings)
 
     def refresh(self, now: float, selected: str | None = None) -> Snapshot:
         snap = self.runs.refresh(now, selected)
         system = self.system.sample(now, snap.runs)
         gpus = self.gpus.sample(now, snap.runs, system.cpu_percent)
-        return replace(snap, gpus=gpus, system=system)
+        if self.one_shot:
+            cost = cost_once(self.settings, now, snap.runs, snap.selected_run, gpus, system)
+        else:
+            cost = self.cost.sample(now, snap.runs, snap.selected_run, gpus, system)
+        return replace(snap, gpus=gpus, system=system, cost=cost)
 
     def close(self) -> None:
         self.gpus.close()

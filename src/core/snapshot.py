@@ -343,6 +343,21 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
+def fmt_money(value: float | None) -> str:
+    """Dollars to the cent; '?' when unknown."""
+    if value is None or not math.isfinite(value):
+        return "?"
+    sign = "-" if value < 0 else ""
+    return f"{sign}${abs(value):,.2f}"
+
+
+def fmt_rate(per_hour: float | None) -> str:
+    """A price per hour: to the cent from $1/h, to 4 decimals under it."""
+    if per_hour is None or not math.isfinite(per_hour):
+        return "?/h"
+    return f"${per_hour:.4f}/h" if abs(per_hour) < 1 else f"${per_hour:,.2f}/h"
+
+
 def fmt_number(value: float | None) -> str:
     """Compact, fixed-ish width number; '-' when unknown."""
     if value is None or not math.isfinite(value):

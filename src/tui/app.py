@@ -21,9 +21,12 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, OptionList
 
 from ..core.collect import Collector
+from ..core.config import Settings
 from ..core.snapshot import Snapshot
 from .messages import RefreshFailed, SnapshotReady
+from .screens.cost import CostScreen
 from .screens.help import HelpScreen
+from .widgets.cost import CostStrip, IdleBanner
 from .widgets.gpus import GpuPane
 from .widgets.log_pane import LogPane
 from .widgets.metrics import MetricsPane
@@ -41,6 +44,7 @@ class RgpuApp(App[int]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("m", "metrics_page", "Metrics"),
+        Binding("c", "cost", "Cost"),
     ]
 
     def __init__(
@@ -51,13 +55,19 @@ class RgpuApp(App[int]):
         clock: Callable[[], float] = time.time,
         fake_gpus: int | None = None,
         fake_lose: dict[int, float] | None = None,
+        settings: Settings | None = None,
     ) -> None:
         super().__init__()
         self.root_arg = root
         self.interval = interval
         self.clock = clock
         self.collector = Collector(
-            root, fake_gpus=fake_gpus, fake_lose=fake_lose, interval=interval, log_keep=500
+            root,
+            fake_gpus=fake_gpus,
+            fake_lose=fake_lose,
+            interval=interval,
+            log_keep=500,
+            settings=settings,
         )
         self.selected: str | None = os.path.abspath(root)  # a run dir given as root
         self.snapshot: Snapshot | None = None
@@ -72,7 +82,9 @@ class RgpuApp(App[int]):
             self.theme = theme_name
 
     def compose(self) -> ComposeResult:
+        yield IdleBanner(id="idle")
         yield GpuPane(id="gpus")
+        yield CostStrip(id="cost")
         with Horizontal(id="body"):
             runs = RunsList(id="runs")
             runs.border_title = "runs"
@@ -147,6 +159,11 @@ class RgpuApp(App[int]):
         runs.border_title = f"runs ({len(snap.runs)})"
         runs.show_runs(snap.runs, sel_dir)
         self.query_one(GpuPane).show(snap.gpus, snap.system, snap.runs, snap.generated_at)
+        self.query_one(CostStrip).show(snap.cost)
+        if self.query_one(IdleBanner).show(snap.cost):
+            self.bell()  # once, when the idle banner appears
+        if isinstance(self.screen, CostScreen):
+            self.screen.show(snap.cost, snap.generated_at)
         message = self.refresh_error or snap.problem
         self.query_one(RunHeader).show(snap.selected_run, snap.generated_at, message)
         self.query_one(MetricsPane).show(snap.selected.metrics if snap.selected else None)
@@ -162,6 +179,10 @@ class RgpuApp(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    def action_cost(self) -> None:
+        snap = self.snapshot
+        self.push_screen(CostScreen(snap.cost if snap else None, snap.generated_at if snap else 0))
 
     def action_metrics_page(self) -> None:
         self.query_one(MetricsPane).next_page()

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from rgpu_tui.tui.app import RgpuApp
+from rgpu_tui.tui.widgets.gpus import GpuPane
 from rgpu_tui.tui.widgets.log_pane import LogPane
 from rgpu_tui.tui.widgets.metrics import MetricsPane
 from rgpu_tui.tui.widgets.run_header import RunHeader
@@ -180,3 +181,37 @@ async def test_unchanged_panes_are_not_repainted(runs_root):
         await wait_for(pilot, lambda: app.snapshot is not before)
         await pilot.pause()
         assert calls == {"log": 0, "metrics": 0}
+
+
+async def test_a_lost_gpu_is_marked_and_the_others_keep_showing(runs_root):
+    app = RgpuApp(
+        root=str(runs_root.root),
+        interval=3600.0,
+        clock=runs_root.clock,
+        fake_gpus=3,
+        fake_lose={1: 0.0},
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        lines = rendered(app.query_one(GpuPane)).splitlines()
+        assert "GPUs 3 simulated" in lines[0]
+        assert "LOST" in lines[2] and lines[2].lstrip().startswith("1 ")
+        for row in (lines[1], lines[3]):
+            assert "LOST" not in row and "%" in row and "W" in row
+            assert row.rstrip().endswith("live_exp")  # mapped to the running run by its pid
+
+
+async def test_no_gpus_says_so_in_one_line_and_the_rest_works(runs_root, monkeypatch):
+    import sys
+
+    # the real NVML code path with the bindings missing, whatever this machine has
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        pane = app.query_one(GpuPane)
+        head = rendered(pane).splitlines()[0]
+        assert app.snapshot.gpus.available is False
+        assert "GPU panel off" in head
+        assert pane.region.height == 1
+        assert "live_exp" in rendered(app.query_one(RunHeader))

@@ -15,6 +15,7 @@ HELP = """\
   ↑/↓  j/k   move in the runs list
   enter      show the highlighted run
   m          next page of metrics
+  c          cost: spent, per epoch, stop vs destroy, balance
   tab        move focus between panes
   ?          this help (esc closes)
   q          quit (runs keep training)

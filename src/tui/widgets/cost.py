@@ -1,0 +1,100 @@
+"""Money on screen: the cost strip (always visible) and the idle banner."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from ...core.snapshot import CostView, fmt_money, fmt_rate
+
+NO_PRICE = (
+    "No price set: --price-per-hour 3.48, RGPU_PRICE_PER_HOUR, or price_per_hour in "
+    "~/.config/rgpu-tui/config.toml"
+)
+
+
+def strip_text(c: CostView | None) -> Text:
+    line = Text(no_wrap=True, overflow="ellipsis")
+    if c is None:
+        return line
+    if not c.configured:
+        line.append(NO_PRICE, style="italic")
+        return line
+    line.append(fmt_rate(c.price_per_hour), style="bold")
+    line.append(f"  spent {fmt_money(c.spent)}")
+    if c.run_spent is not None:
+        line.append(f"  run {fmt_money(c.run_spent)}")
+    if c.per_epoch is not None:
+        line.append(f"  {fmt_money(c.per_epoch)}/epoch")
+    if c.to_finish is not None:
+        line.append(f"  to finish {fmt_money(c.to_finish)}")
+    if c.idle_spent:
+        line.append(f"  idle {fmt_money(c.idle_spent)}", style="yellow")
+    if c.warnings:
+        line.append("  ! ", style="bold red")
+        line.append(c.warnings[0], style="bold red")
+    line.append("  (c: cost)", style="dim")
+    return line
+
+
+def idle_banner_text(c: CostView) -> str:
+    minutes = int((c.idle_now_seconds or 0) // 60)
+    if c.configured and c.price_per_hour is not None:
+        spent = (c.idle_now_seconds or 0) * c.price_per_hour / 3600
+        money = f"{fmt_money(spent)} spent idle at {fmt_rate(c.price_per_hour)}"
+    else:
+        money = "no price set, so the money is unknown"
+    return f"Idle {minutes} min — {money}. Push checkpoints, then stop or destroy."
+
+
+class CostStrip(Widget):
+    DEFAULT_CSS = """
+    CostStrip { height: 1; padding: 0 1; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._cost: CostView | None = None
+
+    def show(self, cost: CostView | None) -> None:
+        if cost == self._cost:
+            return
+        self._cost = cost
+        self.refresh()
+
+    def render(self) -> Text:
+        return strip_text(self._cost)
+
+
+class IdleBanner(Widget):
+    """Shown after idle_minutes of idling; the app rings the bell once when it appears."""
+
+    DEFAULT_CSS = """
+    IdleBanner {
+        height: 1; padding: 0 1; display: none;
+        background: $warning; color: $text; text-style: bold;
+    }
+    IdleBanner.-on { display: block; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._text = ""
+
+    def show(self, cost: CostView | None) -> bool:
+        """Update; returns True when the banner has just appeared."""
+        on = (
+            cost is not None
+            and cost.idle_now_seconds is not None
+            and cost.idle_now_seconds >= cost.idle_minutes * 60
+        )
+        appeared = on and not self.has_class("-on")
+        self.set_class(on, "-on")
+        text = idle_banner_text(cost) if on else ""
+        if text != self._text:
+            self._text = text
+            self.refresh()
+        return appeared
+
+    def render(self) -> Text:
+        return Text(self._text, no_wrap=True, overflow="ellipsis")
