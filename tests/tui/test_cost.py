@@ -11,9 +11,7 @@ from rgpu_tui.tui.widgets.cost import CostStrip, IdleBanner
 
 from .helpers import rendered, wait_for
 
-SEED = Settings(
-    price_per_hour=3.4828, disk_gb=250, storage_price_gb_month=0.20, rebuild_cost=1.00
-)
+SEED = Settings(price_per_hour=3.4828, disk_gb=250, storage_price_gb_month=0.20, rebuild_cost=1.00)
 
 
 async def test_strip_shows_rate_spent_run_epoch_and_finish(runs_root):
