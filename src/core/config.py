@@ -115,6 +115,29 @@ def _iso(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
 
+def _text(raw) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError("must be a non-empty string")
+    return raw.strip()
+
+
+def _repo_id(raw) -> str:
+    text = _text(raw)
+    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*", text):
+        raise ValueError("must look like ORG/NAME")
+    return text
+
+
+def _choice(*allowed: str) -> Callable[[object], str]:
+    def parse(raw) -> str:
+        text = _text(raw).lower()
+        if text not in allowed:
+            raise ValueError("must be one of " + ", ".join(allowed))
+        return text
+
+    return parse
+
+
 def _setting(
     parse: Callable[[object], object],
     help: str,
@@ -163,6 +186,26 @@ class Settings:
         _when, "when billing started (ISO 8601; default: when this container started)"
     )
     idle_minutes: float = _setting(_positive, "minutes idle before the idle banner", default=10.0)
+    # pushing checkpoints to the Hugging Face Hub
+    hub_repo: str | None = _setting(
+        _repo_id, "Hub repo for checkpoints, ORG/NAME (created private)", flag=True, metavar="REPO"
+    )
+    hub_path: str = _setting(
+        _text, "path in the repo; {run} and {file} are filled in", default="{run}/{file}"
+    )
+    auto_push: str = _setting(
+        _choice("off", "best", "period"),
+        "push best.pt after each new best (best) or each epoch_N.pt (period)",
+        default="off",
+    )
+    # launching and stopping runs
+    model: str = _setting(_text, "default model of the launch form", default="LibreYOLO9s.pt")
+    stop_term_after: float = _setting(
+        _positive, "seconds after SIGINT before a stop sends SIGTERM", default=30.0
+    )
+    stop_kill_after: float = _setting(
+        _positive, "seconds after SIGINT before a stop sends SIGKILL", default=60.0
+    )
     # where the values came from: not settings themselves
     config_path: str | None = None  # the file that was read, if one was
     sources: tuple[tuple[str, str], ...] = ()  # (key, "file line 3" / "RGPU_X" / "--x")

@@ -62,8 +62,16 @@ def test_default_path_uses_xdg_config_home_then_home(tmp_path: Path) -> None:
 def test_no_file_gives_the_defaults(tmp_path: Path) -> None:
     s = load(tmp_path)
     assert s.config_path is None and s.sources == ()
-    assert all(getattr(s, key) is None for key in SETTING_KEYS if key != "idle_minutes")
-    assert s.idle_minutes == 10.0
+    defaults = {
+        "idle_minutes": 10.0,
+        "hub_path": "{run}/{file}",
+        "auto_push": "off",
+        "model": "LibreYOLO9s.pt",
+        "stop_term_after": 30.0,
+        "stop_kill_after": 60.0,
+    }
+    for key in SETTING_KEYS:
+        assert getattr(s, key) == defaults.get(key), key
 
 
 def test_the_file_under_xdg_config_home_is_read(tmp_path: Path) -> None:
@@ -126,12 +134,22 @@ def test_file_then_environment_then_flags(
     assert s.disk_gb == 100.0  # the keys nobody overrode stay from the file
 
 
+TEXT_VALUES = {"hub_repo": "org/name", "hub_path": "x/{file}", "auto_push": "best", "model": "m.pt"}
+
+
 def test_every_key_has_an_environment_variable(tmp_path: Path) -> None:
-    env = {"RGPU_" + key.upper(): "7" for key in SETTING_KEYS}
+    env = {"RGPU_" + key.upper(): TEXT_VALUES.get(key, "7") for key in SETTING_KEYS}
     s = load(tmp_path, env=env)
     for key in SETTING_KEYS:
-        assert getattr(s, key) == 7.0, key
+        assert getattr(s, key) == (TEXT_VALUES[key] if key in TEXT_VALUES else 7.0), key
         assert s.source(key) == "RGPU_" + key.upper()
+
+
+def test_text_settings_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^RGPU_AUTO_PUSH: auto_push must be one of off, best"):
+        load(tmp_path, env={"RGPU_AUTO_PUSH": "always"})
+    with pytest.raises(ConfigError, match=r"^RGPU_HUB_REPO: hub_repo must look like ORG/NAME"):
+        load(tmp_path, env={"RGPU_HUB_REPO": "no-slash"})
 
 
 def test_other_rgpu_variables_are_left_alone(tmp_path: Path) -> None:
@@ -299,7 +317,7 @@ def test_flags_through_argparse(tmp_path: Path) -> None:
     assert s.source("rebuild_cost") == f"{other} line 1"
 
 
-def test_flags_are_the_money_keys_only() -> None:
+def test_flags_are_the_money_keys_and_the_repo() -> None:
     options = {a.dest for a in parser()._actions if a.option_strings and a.dest != "help"}
     assert options == {
         "config",
@@ -308,6 +326,7 @@ def test_flags_are_the_money_keys_only() -> None:
         "storage_price_gb_month",
         "rebuild_cost",
         "balance",
+        "hub_repo",
     }
 
 
