@@ -82,21 +82,29 @@ class RgpuApp(App[int]):
             self.theme = theme_name
 
     def compose(self) -> ComposeResult:
-        yield IdleBanner(id="idle")
-        yield GpuPane(id="gpus")
-        yield CostStrip(id="cost")
+        # the panes live on the default screen; keep references, since App.query_one looks
+        # at the active screen, which is a dialog while one is open
+        self.idle_banner = IdleBanner(id="idle")
+        self.gpu_pane = GpuPane(id="gpus")
+        self.cost_strip = CostStrip(id="cost")
+        self.runs_list = RunsList(id="runs")
+        self.runs_list.border_title = "runs"
+        self.run_header = RunHeader(id="header")
+        self.metrics_pane = MetricsPane(id="metrics")
+        self.log_pane = LogPane(id="log")
+        yield self.idle_banner
+        yield self.gpu_pane
+        yield self.cost_strip
         with Horizontal(id="body"):
-            runs = RunsList(id="runs")
-            runs.border_title = "runs"
-            yield runs
+            yield self.runs_list
             with Vertical(id="main"):
-                yield RunHeader(id="header")
-                yield MetricsPane(id="metrics")
-                yield LogPane(id="log")
+                yield self.run_header
+                yield self.metrics_pane
+                yield self.log_pane
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(RunsList).focus()
+        self.runs_list.focus()
         self._set_layout(self.size)
         self.request_refresh()
 
@@ -155,19 +163,19 @@ class RgpuApp(App[int]):
         sel_dir = snap.selected.run_dir if snap.selected else None
         if self.selected not in {r.run_dir for r in snap.runs}:
             self.selected = sel_dir
-        runs = self.query_one(RunsList)
+        runs = self.runs_list
         runs.border_title = f"runs ({len(snap.runs)})"
         runs.show_runs(snap.runs, sel_dir)
-        self.query_one(GpuPane).show(snap.gpus, snap.system, snap.runs, snap.generated_at)
-        self.query_one(CostStrip).show(snap.cost)
-        if self.query_one(IdleBanner).show(snap.cost):
+        self.gpu_pane.show(snap.gpus, snap.system, snap.runs, snap.generated_at)
+        self.cost_strip.show(snap.cost)
+        if self.idle_banner.show(snap.cost):
             self.bell()  # once, when the idle banner appears
         if isinstance(self.screen, CostScreen):
-            self.screen.show(snap.cost, snap.generated_at)
+            self.screen.update_cost(snap.cost, snap.generated_at)
         message = self.refresh_error or snap.problem
-        self.query_one(RunHeader).show(snap.selected_run, snap.generated_at, message)
-        self.query_one(MetricsPane).show(snap.selected.metrics if snap.selected else None)
-        self.query_one(LogPane).show(snap.selected.log if snap.selected else None)
+        self.run_header.show(snap.selected_run, snap.generated_at, message)
+        self.metrics_pane.show(snap.selected.metrics if snap.selected else None)
+        self.log_pane.show(snap.selected.log if snap.selected else None)
 
     # -- actions -----------------------------------------------------------
 
@@ -185,4 +193,4 @@ class RgpuApp(App[int]):
         self.push_screen(CostScreen(snap.cost if snap else None, snap.generated_at if snap else 0))
 
     def action_metrics_page(self) -> None:
-        self.query_one(MetricsPane).next_page()
+        self.metrics_pane.next_page()

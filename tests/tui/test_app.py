@@ -215,3 +215,19 @@ async def test_no_gpus_says_so_in_one_line_and_the_rest_works(runs_root, monkeyp
         assert "GPU panel off" in head
         assert pane.region.height == 1
         assert "live_exp" in rendered(app.query_one(RunHeader))
+
+
+async def test_refresh_goes_on_while_a_dialog_is_open(runs_root):
+    app = make_app(runs_root, interval=0.05)
+    live = runs_root.root / "live_exp"
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        with open(live / "metrics.jsonl", "a") as f:
+            f.write(json.dumps({"epoch": 31, "train/loss": 0.25}) + "\n")
+        await wait_for(pilot, lambda: app.snapshot.runs[0].current_epoch == 31)
+        await pilot.pause(0.2)
+        assert app.refresh_error is None
+        assert "epoch 31/100" in rendered(app.query_one(RunHeader))  # the pane behind the dialog
+        await pilot.press("escape")

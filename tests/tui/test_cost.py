@@ -56,7 +56,7 @@ async def test_c_opens_the_full_view_with_stop_or_destroy(runs_root):
         await pilot.press("c")
         await pilot.pause()
         assert isinstance(app.screen, CostScreen)
-        details = str(app.screen.query_one("#cost-details").render())
+        details = str(app.screen.query_one("#body").render())
         assert "$0.0694/h" in details and "98.0% less than running" in details
         assert "Coming back within 14.4 h: stop" in details
         assert "Run projected total" in details

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from ...core.snapshot import CostView, fmt_duration, fmt_money, fmt_rate, iso
 from ..widgets.cost import NO_PRICE
+from .dialogs import ReportScreen
 
 
 def _hours(h: float | None) -> str:
@@ -79,32 +76,17 @@ def cost_details(c: CostView | None, now: float) -> Text:
     return out
 
 
-class CostScreen(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape", "dismiss", "Close"),
-        Binding("c", "dismiss", "Close"),
-        Binding("q", "dismiss", "Close"),
-    ]
+class CostScreen(ReportScreen):
+    """`c`: the cost details, updated live while open."""
 
-    DEFAULT_CSS = """
-    CostScreen { align: center middle; }
-    CostScreen > VerticalScroll {
-        width: 76; max-width: 100%; height: auto; max-height: 100%;
-        border: round $accent; padding: 0 1; background: $surface;
-    }
-    """
+    BINDINGS = [Binding("c", "dismiss", "Close")]
 
     def __init__(self, cost: CostView | None, now: float) -> None:
-        super().__init__()
+        super().__init__("cost", cost_details(cost, now))
         self._cost, self._now = cost, now
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll() as scroll:
-            scroll.border_title = "cost"
-            yield Static(cost_details(self._cost, self._now), id="cost-details")
-
-    def show(self, cost: CostView | None, now: float) -> None:
+    def update_cost(self, cost: CostView | None, now: float) -> None:
         if (cost, int(now)) == (self._cost, int(self._now)):
             return
         self._cost, self._now = cost, now
-        self.query_one("#cost-details", Static).update(cost_details(cost, now))
+        self.show(cost_details(cost, now))

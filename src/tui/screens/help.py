@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
-from textual.widgets import Static
+
+from .dialogs import ReportScreen
 
 HELP = """\
 [b]rgpu-tui[/b] — supervise LibreYOLO training runs
@@ -35,21 +33,8 @@ metrics.jsonl or results.csv.
 """
 
 
-class HelpScreen(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape", "dismiss", "Close"),
-        Binding("question_mark", "dismiss", "Close"),
-        Binding("q", "dismiss", "Close"),
-    ]
+class HelpScreen(ReportScreen):
+    BINDINGS = [Binding("question_mark", "dismiss", "Close")]
 
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 72; max-width: 100%; height: auto; max-height: 100%;
-        border: round $accent; padding: 0 1; background: $surface;
-    }
-    """
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(HELP)
+    def __init__(self) -> None:
+        super().__init__("help", HELP)

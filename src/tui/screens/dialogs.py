@@ -1,0 +1,95 @@
+"""Small modal screens: confirm (enter/esc), pick one of a list, show a report."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+DIALOG_CSS = """
+{name} {{ align: center middle; }}
+{name} > VerticalScroll {{
+    width: 76; max-width: 100%; height: auto; max-height: 100%;
+    border: round $accent; padding: 0 1; background: $surface;
+}}
+"""
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """`body` and a key line; enter answers True, escape False."""
+
+    BINDINGS = [
+        Binding("enter", "answer(True)", "Yes"),
+        Binding("y", "answer(True)", "Yes", show=False),
+        Binding("escape", "answer(False)", "Cancel"),
+        Binding("n", "answer(False)", "Cancel", show=False),
+    ]
+    DEFAULT_CSS = DIALOG_CSS.format(name="ConfirmScreen")
+
+    def __init__(self, title: str, body: RenderableType, yes: str = "enter: yes") -> None:
+        super().__init__()
+        self._title, self._body, self._yes = title, body, yes
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = self._title
+            box.border_subtitle = f"{self._yes}   esc: cancel"
+            yield Static(self._body, id="body")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class PickScreen(ModalScreen[str | None]):
+    """Pick one of (id, label) choices; enter picks, escape cancels (None)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = DIALOG_CSS.format(name="PickScreen") + """
+    PickScreen OptionList { height: auto; max-height: 16; border: none; }
+    """
+
+    def __init__(self, title: str, choices: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self._title, self._choices = title, choices
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = self._title
+            box.border_subtitle = "enter: pick   esc: cancel"
+            yield OptionList(*(Option(label, id=cid) for cid, label in self._choices))
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ReportScreen(ModalScreen[None]):
+    """A read-only report that can be updated while it is open."""
+
+    BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("q", "dismiss", "Close")]
+    DEFAULT_CSS = DIALOG_CSS.format(name="ReportScreen")
+
+    def __init__(self, title: str, body: RenderableType) -> None:
+        super().__init__()
+        self._title, self._body = title, body
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = self._title
+            box.border_subtitle = "esc: close"
+            yield Static(self._body, id="body")
+
+    def show(self, body: RenderableType) -> None:
+        self._body = body
+        if self.is_mounted:
+            self.query_one("#body", Static).update(body)
