@@ -389,7 +389,7 @@ def load_settings(
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     """--config FILE and one flag per flagged key (dest: the key; value parsed later)."""
     group = parser.add_argument_group(
-        "cost settings",
+        "settings",
         f"Override {ENV_PREFIX}<KEY> environment variables, which override the config file "
         f"({default_config_path()}).",
     )
