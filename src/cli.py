@@ -150,6 +150,90 @@ def cmd_cost(argv: list[str]) -> int:
     return 0
 
 
+# -- rgpu-tui push ------------------------------------------------------------
+
+
+def _push_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rgpu-tui push",
+        description="Push one checkpoint of a run (and its small artifacts) to the Hugging Face "
+        "Hub in one commit. The token comes from HF_TOKEN or `hf auth login`; the repo is "
+        "created private when missing; an unchanged file makes no new commit.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    p.add_argument(
+        "--file",
+        default=None,
+        metavar="best|last|epoch_N|artifacts|PATH",
+        help="what to push (default best, or last when there is no best.pt)",
+    )
+    p.add_argument("--repo", default=None, metavar="ORG/NAME", help="Hub repo (wins over hub_repo)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--force", action="store_true", help="push even if this file was pushed unchanged"
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="seconds to wait for the Hub to answer before giving up (default 60)",
+    )
+    p.add_argument(
+        "--settle",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="seconds the checkpoint must be unchanged before it is copied (default 2)",
+    )
+    add_settings_flags(p)
+    return p
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"  # pragma: no cover
+
+
+def cmd_push(argv: list[str]) -> int:
+    args = _push_parser().parse_args(argv)
+    if args.timeout <= 0 or args.settle < 0:
+        print("rgpu-tui: --timeout must be more than 0 and --settle not negative", file=sys.stderr)
+        return 2
+    if not os.path.isdir(args.run_dir):
+        print(f"rgpu-tui: {args.run_dir}: no such run directory", file=sys.stderr)
+        return 2
+    settings = _settings(args)
+    if settings is None:
+        return 2
+    import dataclasses
+
+    from .core.hub import PushRequest, file_for_arg, push
+
+    if args.repo:
+        settings = dataclasses.replace(settings, hub_repo=args.repo.strip())
+    run_dir = os.path.abspath(args.run_dir)
+    request = PushRequest(run_dir, file_for_arg(args.file, run_dir))
+    result = push(request, settings, timeout=args.timeout, settle_s=args.settle, force=args.force)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif result.ok:
+        where = f"{result.repo}/{result.path}"
+        size = f" ({_human_bytes(result.size)})" if result.size is not None else ""
+        if result.skipped_unchanged:
+            print(f"{result.file}{size} is unchanged since it was pushed to {where}")
+        else:
+            print(f"pushed {result.file}{size} to {where}: {result.commit_url}")
+    if not result.ok:
+        print(f"rgpu-tui: push failed: {result.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_app(argv: list[str]) -> int:
     args = _app_parser().parse_args(argv)
     if args.interval <= 0:
@@ -177,12 +261,337 @@ def cmd_app(argv: list[str]) -> int:
     return app.return_code or 0
 
 
+# -- launch, stop, preflight, demo ---------------------------------------------------
+
+
+def _launch_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rgpu-tui launch",
+        description="Start `libreyolo train KEY=VALUE...` detached (it survives this shell), "
+        "after checking the dataset with `libreyolo doctor`. The keys model, data, epochs, "
+        "batch, imgsz, device (default: every GPU, else cpu) fill the launch fields; any "
+        "other KEY=VALUE is passed to libreyolo literally. Example: "
+        "rgpu-tui launch --name exp -- data=/data/coco.yaml epochs=50 cache=ram",
+    )
+    p.add_argument("--project", default=None, help=f"runs root (default {DEFAULT_ROOT})")
+    p.add_argument("--name", default=None, help="run name (libreyolo makes NAME2 on a clash)")
+    p.add_argument("--no-doctor", action="store_true", help="skip `libreyolo doctor DATA`")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="seconds to wait for the run directory (default 20)",
+    )
+    p.add_argument("args", nargs="*", metavar="KEY=VALUE", help="libreyolo train arguments")
+    add_settings_flags(p)
+    return p
+
+
+def _launch_fields(args) -> dict:
+    """KEY=VALUE items -> make_spec keyword arguments (unknown keys go to extra)."""
+    from .core.launch import LaunchError, arg_key
+
+    fields: dict = {"extra": []}
+    for item in args.args:
+        key = arg_key(item) if "=" in item and not item.startswith("-") else None
+        if key in ("model", "data", "epochs", "batch", "imgsz", "device", "project", "name"):
+            if key in fields:
+                raise LaunchError(f"{key} is given twice")
+            fields[key] = item.split("=", 1)[1]
+        else:
+            fields["extra"].append(item)
+    for key in ("project", "name"):
+        flag = getattr(args, key)
+        if flag is not None:
+            if key in fields:
+                raise LaunchError(f"{key} is given both as --{key} and as {key}=")
+            fields[key] = flag
+    if "data" not in fields:
+        raise LaunchError("give the dataset: data=/path/to/data.yaml")
+    fields.setdefault("project", DEFAULT_ROOT)
+    return fields
+
+
+def _wait_for_run_dir(record, seconds: float):
+    """The launch's state after waiting up to `seconds` for its run directory."""
+    from .core.launch import launch_state, record_run_dir
+
+    deadline = time.monotonic() + max(seconds, 0.0)
+    while True:
+        state = launch_state(record, time.time())
+        if state.state != "starting" or time.monotonic() >= deadline:
+            break
+        time.sleep(0.25)
+    if state.state == "started" and state.run_dir:
+        try:
+            record_run_dir(record.project, record.id, state.run_dir)
+        except OSError:
+            pass
+    return state
+
+
+def _print_launch(record, state, hf) -> None:
+    print(f"started: pid {record.pid}")
+    print(f"command: {record.command}")
+    print(f"console log: {record.console_log}")
+    token = "set (passed through the environment)" if hf.token_set else "not set"
+    print(f"HF_TOKEN: {token}; HF_HOME: {hf.home}")
+    if state.state == "started":
+        print(f"run directory: {state.run_dir}")
+    elif state.state == "starting":
+        print("run directory: not yet known (still starting; see the console log)")
+
+
+def _print_died(state) -> None:
+    print(f"rgpu-tui: the run died: {state.error}", file=sys.stderr)
+    if state.tail:
+        print(f"--- last lines of {state.console_log} ---", file=sys.stderr)
+        print("\n".join(state.tail[-10:]), file=sys.stderr)
+
+
+def _launch_json(record, state, hf, doctor) -> dict:
+    return {
+        "launch": record.to_json(),
+        "pid": record.pid,
+        "command": record.command,
+        "console_log": record.console_log,
+        "run_dir": state.run_dir,
+        "state": state.state,
+        "error": state.error,
+        "hf_token_set": hf.token_set,
+        "hf_home": hf.home,
+        "doctor": doctor.to_json() if doctor is not None else None,
+    }
+
+
+def cmd_launch(argv: list[str]) -> int:
+    args = _launch_parser().parse_args(argv)
+    settings = _settings(args)
+    if settings is None:
+        return 2
+    from .core.launch import LaunchError, gpu_count_from_nvml, hf_status, launch, make_spec
+    from .core.preflight import run_doctor
+
+    try:
+        fields = _launch_fields(args)
+        gpus = gpu_count_from_nvml() if "device" not in fields else None
+        spec = make_spec(settings=settings, gpu_count=gpus, **fields)
+    except LaunchError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
+    doctor = None
+    if not args.no_doctor:
+        if not args.json:
+            print(f"checking {spec.data} with libreyolo doctor...", file=sys.stderr)
+        doctor = run_doctor(spec.data, spec.imgsz)
+        if not doctor.ok:
+            if args.json:
+                json.dump({"state": "refused", "doctor": doctor.to_json()}, sys.stdout, indent=2)
+                sys.stdout.write("\n")
+            print(doctor.output, file=sys.stderr)
+            print("rgpu-tui: the dataset has errors: not launched", file=sys.stderr)
+            return 1
+        if doctor.warnings and not args.json:
+            print("\n".join(f"warning: {w}" for w in doctor.warnings), file=sys.stderr)
+            print("launching anyway (warnings do not block a launch)", file=sys.stderr)
+    try:
+        record = launch(spec)
+    except LaunchError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 1
+    state = _wait_for_run_dir(record, args.wait)
+    hf = hf_status()
+    if args.json:
+        json.dump(_launch_json(record, state, hf, doctor), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _print_launch(record, state, hf)
+    if state.state == "died":
+        _print_died(state)
+        return 1
+    return 0
+
+
+def cmd_stop(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="rgpu-tui stop",
+        description="Stop a run: SIGINT (libreyolo records it as failed), SIGTERM after "
+        "stop_term_after s, SIGKILL after stop_kill_after s; only the process whose pid and "
+        "start time match the run's status.json is signalled. Returns when it has ended.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (holds status.json)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_settings_flags(p)
+    args = p.parse_args(argv)
+    settings = _settings(args)
+    if settings is None:
+        return 2
+    if not os.path.isdir(args.run_dir):
+        print(f"rgpu-tui: {args.run_dir}: not a directory", file=sys.stderr)
+        return 2
+    from .core.launch import stop_run
+
+    nexts = {"sigint": "SIGTERM", "sigterm": "SIGKILL"}
+    last = {"phase": None, "tick": None}
+
+    def progress(phase: str, left: float | None) -> None:
+        tick = None if left is None else int(left // 10)
+        if args.json or (phase, tick) == (last["phase"], last["tick"]):
+            return
+        if phase in nexts and phase != last["phase"]:
+            print(f"{phase.upper()} sent; {nexts[phase]} in {left:.0f} s", file=sys.stderr)
+        elif phase in nexts:
+            print(f"  waiting: {nexts[phase]} in {left:.0f} s", file=sys.stderr)
+        elif phase == "sigkill" and phase != last["phase"]:
+            print("SIGKILL sent", file=sys.stderr)
+        last["phase"], last["tick"] = phase, tick
+
+    result = stop_run(os.path.abspath(args.run_dir), settings, on_progress=progress)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif result.ok:
+        sent = ", ".join(result.signals_sent) or "nothing (it was not running)"
+        target = f" to {result.target}" if result.target and result.signals_sent else ""
+        print(f"stopped: {result.final_state} after {result.seconds:.1f} s (sent {sent}{target})")
+    else:
+        print(f"rgpu-tui: {result.error}", file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+def cmd_preflight(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="rgpu-tui preflight",
+        description="Check that torch in this environment can use every GPU: version, "
+        "CUDA availability, and one 2000x2000 matmul per GPU. Exit 1 when it cannot.",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="default 120")
+    args = p.parse_args(argv)
+    from .core.preflight import gpu_preflight, preflight_to_text
+
+    report = gpu_preflight(timeout=args.timeout)
+    if args.json:
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(preflight_to_text(report))
+    return 0 if report.ok else 1
+
+
+def cmd_demo(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="rgpu-tui demo",
+        description="Train yolo9-t for real on the CPU on a small synthetic dataset and "
+        "watch it in the app (with simulated GPUs when there is no NVIDIA driver).",
+    )
+    p.add_argument("--dir", default=None, help="work directory (default ~/.cache/rgpu-tui/demo)")
+    p.add_argument("--epochs", type=int, default=40, help="epochs to train (default 40)")
+    p.add_argument("--no-doctor", action="store_true", help="skip `libreyolo doctor`")
+    p.add_argument("--no-app", action="store_true", help="launch and print; do not open the app")
+    _add_fake_gpus(p)
+    add_settings_flags(p)
+    args = p.parse_args(argv)
+    if args.epochs < 1:
+        print("rgpu-tui: --epochs must be 1 or more", file=sys.stderr)
+        return 2
+    settings = _settings(args)
+    if settings is None:
+        return 2
+    from .core.demo import default_demo_dir, demo_dataset, libreyolo_problem, start_demo
+    from .core.launch import LaunchError
+
+    problem = libreyolo_problem()
+    if problem:
+        print(f"rgpu-tui: {problem}", file=sys.stderr)
+        return 1
+    work_dir = os.path.abspath(args.dir) if args.dir else default_demo_dir()
+    print(f"demo directory: {work_dir}")
+    try:
+        data_yaml = demo_dataset(work_dir)
+    except OSError as exc:
+        print(f"rgpu-tui: cannot write the demo dataset in {work_dir}: {exc}", file=sys.stderr)
+        return 1
+    print(f"dataset: {data_yaml} (16 train / 8 val images, 128 px, 3 classes)")
+    if not args.no_doctor:
+        from .core.preflight import run_doctor
+
+        doctor = run_doctor(data_yaml, 128)
+        print(f"libreyolo doctor: {len(doctor.errors)} error(s), {len(doctor.warnings)} warning(s)")
+        for line in doctor.errors + doctor.warnings:
+            print(f"  {line}")
+        if not doctor.ok:
+            return 1
+    try:
+        demo = start_demo(work_dir, epochs=args.epochs, settings=settings)
+    except LaunchError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 1
+    record = demo.record
+    print(f"started: pid {record.pid}")
+    print(f"command: {record.command}")
+    print(f"console log: {record.console_log}")
+    print(f"runs root: {demo.runs_root}")
+    if args.no_app:
+        state = _wait_for_run_dir(record, 30.0)
+        if state.state == "died":
+            _print_died(state)
+            return 1
+        where = state.run_dir or "not yet known (still starting)"
+        print(f"run directory: {where}")
+        print(f"watch it: rgpu-tui {demo.runs_root}")
+        return 0
+    try:
+        fake_n, _lose = _fake_gpus(args)
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
+    if fake_n is None and not _nvml_available():
+        fake_n = 2
+        print("no NVIDIA GPU/driver here: the app shows 2 simulated GPUs (labelled simulated)")
+    from .tui.app import RgpuApp
+
+    app = RgpuApp(root=demo.runs_root, fake_gpus=fake_n or None, settings=settings)
+    app.run()
+    from .core.launch import launch_alive
+
+    if launch_alive(record):
+        state = _wait_for_run_dir(record, 0)
+        print(f"the demo run goes on in the background (pid {record.pid}); stop it with:")
+        print(f"  rgpu-tui stop {state.run_dir}" if state.run_dir else f"  kill -INT {record.pid}")
+    return app.return_code or 0
+
+
+def _nvml_available() -> bool:
+    from .core.gpu import GpuMonitor
+
+    monitor = GpuMonitor()
+    try:
+        return monitor.sample(time.time(), (), None).available
+    finally:
+        monitor.close()
+
+
+_ACTION_COMMANDS = {
+    "launch": cmd_launch,
+    "stop": cmd_stop,
+    "preflight": cmd_preflight,
+    "demo": cmd_demo,
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "snapshot":
         return cmd_snapshot(argv[1:])
     if argv and argv[0] == "cost":
         return cmd_cost(argv[1:])
+    if argv and argv[0] == "push":
+        return cmd_push(argv[1:])
+    if argv and argv[0] in _ACTION_COMMANDS:
+        return _ACTION_COMMANDS[argv[0]](argv[1:])
     return cmd_app(argv)
 
 

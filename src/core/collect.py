@@ -14,6 +14,7 @@ from dataclasses import replace
 from .config import Settings
 from .cost import CostTracker, cost_once
 from .gpu import GpuMonitor
+from .hub import AutoPushState, PushRequest, auto_push_requests
 from .snapshot import Snapshot
 from .system import SystemMonitor
 from .watch import RunsWatcher
@@ -39,6 +40,7 @@ class Collector:
         self.settings = settings or Settings()
         self.one_shot = one_shot
         self.cost = CostTracker(self.settings)
+        self._auto_push: dict[str, AutoPushState] = {}
 
     def refresh(self, now: float, selected: str | None = None) -> Snapshot:
         snap = self.runs.refresh(now, selected)
@@ -49,6 +51,21 @@ class Collector:
         else:
             cost = self.cost.sample(now, snap.runs, snap.selected_run, gpus, system)
         return replace(snap, gpus=gpus, system=system, cost=cost)
+
+    def auto_push_requests(self, snap: Snapshot) -> list[PushRequest]:
+        """What settings.auto_push asks to push now, for every running run."""
+        out: list[PushRequest] = []
+        for run in snap.runs:
+            if run.state != "running":
+                continue
+            watcher = self.runs.watcher(run.run_dir)
+            if watcher is None:
+                continue
+            state = self._auto_push.setdefault(run.run_dir, AutoPushState())
+            out.extend(
+                auto_push_requests(run.run_dir, self.settings, watcher.metrics.last_row, state)
+            )
+        return out
 
     def close(self) -> None:
         self.gpus.close()

@@ -79,10 +79,25 @@ class LogView:
 
 
 @dataclass(frozen=True)
+class PushInfo:
+    """The selected run's pushes to the Hub, from <run>/.rgpu/pushes.jsonl."""
+
+    last_ok_file: str | None = None  # the newest successful push
+    last_ok_epoch: int | None = None
+    last_ok_at: float | None = None
+    last_ok_url: str | None = None
+    last_outcome: str | None = None  # the newest attempt: "ok", "skipped", "error"
+    last_error: str | None = None
+    best_changed: bool | None = None  # best.pt on disk differs from the last pushed best.pt
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
 class SelectedRun:
     run_dir: str
     metrics: MetricsView
     log: LogView
+    pushes: PushInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -310,6 +325,12 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "log_tail": list(s.selected.log.lines[-LOG_TAIL_LEN:]),
             "log_problem": s.selected.log.problem,
         }
+    pushes = None
+    if s.selected is not None and s.selected.pushes is not None:
+        pushes = asdict(s.selected.pushes)
+        pushes["run_dir"] = s.selected.run_dir
+        if pushes["last_ok_at"] is not None:
+            pushes["last_ok_at"] = iso(pushes["last_ok_at"])
     return _clean(
         {
             "schema_version": s.schema_version,
@@ -322,6 +343,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "gpus": gpus_to_json(s.gpus) if s.gpus is not None else None,
             "system": system_to_json(s.system) if s.system is not None else None,
             "cost": cost_to_json(s.cost) if s.cost is not None else None,
+            "pushes": pushes,
         }
     )
 

@@ -11,12 +11,15 @@ import os
 from collections import OrderedDict
 
 from .discovery import RUN_MARKERS, RunFinder
+from .hub import pushes_path, read_pushes
+from .launch import LaunchRecord, launch_state, launches_path, read_launches
 from .metrics import MetricsReader
 from .snapshot import (
     SERIES_LEN,
     LogView,
     MetricColumn,
     MetricsView,
+    PushInfo,
     RunInfo,
     SelectedRun,
     Snapshot,
@@ -28,6 +31,7 @@ from .tail import LogTail
 LOG_NAME = "train.log"
 ACTIVITY_FILES = RUN_MARKERS + (LOG_NAME,)
 LOG_TAILS_KEPT = 4
+DIED_LAUNCH_SHOWN_S = 6 * 3600.0  # a launch that died before status.json, shown this long
 
 
 def _num(value) -> float | None:
@@ -50,6 +54,7 @@ class RunWatcher:
         self.status = StatusReader(os.path.join(run_dir, "status.json"))
         self.metrics = MetricsReader(run_dir)
         self._metrics_view: tuple[int, MetricsView] | None = None
+        self._pushes: tuple[tuple, PushInfo] | None = None
 
     def activity(self) -> float:
         newest = 0.0
@@ -182,6 +187,45 @@ class RunWatcher:
             activity=self.activity(),
         )
 
+    def push_info(self) -> PushInfo | None:
+        """From pushes.jsonl (re-read only when it changed) and one stat of best.pt."""
+        key = []
+        for path in (pushes_path(self.run_dir), os.path.join(self.run_dir, "weights", "best.pt")):
+            try:
+                st = os.stat(path)
+                key.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                key.append(None)
+        key = tuple(key)
+        if self._pushes is not None and self._pushes[0] == key:
+            return self._pushes[1]
+        info = None
+        if key[0] is not None:
+            records = read_pushes(self.run_dir)
+            ok = [r for r in records if r.get("outcome") in ("ok", "skipped")]
+            last = records[-1] if records else {}
+            good = ok[-1] if ok else {}
+            best_changed = None
+            best_ok = [r for r in ok if r.get("file") == "best.pt"]
+            if best_ok and key[1] is not None:
+                pushed = best_ok[-1]
+                at = parse_time(pushed.get("time"))
+                size_differs = pushed.get("size") != key[1][1]
+                newer = at is not None and key[1][2] / 1e9 > at + 1.0
+                best_changed = bool(size_differs or newer)
+            info = PushInfo(
+                last_ok_file=good.get("file"),
+                last_ok_epoch=_int(good.get("epoch")),
+                last_ok_at=parse_time(good.get("time")),
+                last_ok_url=good.get("commit_url"),
+                last_outcome=last.get("outcome"),
+                last_error=last.get("error"),
+                best_changed=best_changed,
+                attempts=len(records),
+            )
+        self._pushes = (key, info)
+        return info
+
     def metrics_view(self) -> MetricsView:
         """Cached until the history changes, so unchanged panes compare equal cheaply."""
         gen = self.metrics.generation
@@ -223,12 +267,20 @@ class RunsWatcher:
         self.log_keep = log_keep
         self._runs: dict[str, RunWatcher] = {}
         self._logs: OrderedDict[str, tuple[LogTail, int, LogView]] = OrderedDict()
+        # launches from <root>/.rgpu/launches.jsonl whose run has no status.json yet
+        self._launch_key: tuple | None = None
+        self._launch_records: list[LaunchRecord] = []
+        self._launch_final: dict[str, RunInfo] = {}  # died launches (final)
+        self._log_paths: dict[str, str] = {}  # pseudo run -> its console log
 
     def _name(self, run_dir: str) -> str:
         rel = os.path.relpath(run_dir, self.root)
         if rel == ".":
             return os.path.basename(self.root) or self.root
         return rel
+
+    def watcher(self, run_dir: str) -> RunWatcher | None:
+        return self._runs.get(run_dir)
 
     def refresh(self, now: float, selected: str | None = None) -> Snapshot:
         if not os.path.isdir(self.root):
@@ -254,22 +306,25 @@ class RunsWatcher:
             if watcher is None:
                 watcher = self._runs[run_dir] = RunWatcher(run_dir, self._name(run_dir))
             infos.append(watcher.poll(now))
+        infos.extend(self._launch_runs(now, {i.pid for i in infos if i.pid is not None}))
         infos.sort(key=lambda r: (-r.activity, r.name))
         runs = tuple(infos)
 
         chosen = None
         if selected is not None:
             selected = os.path.abspath(selected)
-            if selected in self._runs:
+            if selected in self._runs or selected in self._log_paths:
                 chosen = selected
         if chosen is None and runs:
             chosen = runs[0].run_dir
         sel = None
         if chosen is not None:
+            watcher = self._runs.get(chosen)
             sel = SelectedRun(
                 run_dir=chosen,
-                metrics=self._runs[chosen].metrics_view(),
+                metrics=watcher.metrics_view() if watcher else MetricsView(None, ()),
                 log=self._log_view(chosen),
+                pushes=watcher.push_info() if watcher else None,
             )
         problem = None
         if not runs:
@@ -286,10 +341,66 @@ class RunsWatcher:
             problem=problem,
         )
 
+    def _launch_runs(self, now: float, known_pids: set[int]) -> list[RunInfo]:
+        """Runs launched from the app or `rgpu-tui launch` that have no status.json yet:
+        "starting" (console log as their log) or, when the process died first, "failed"
+        with the console log's last lines as the error."""
+        path = launches_path(self.root)
+        try:
+            st = os.stat(path)
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        if key != self._launch_key:
+            self._launch_key = key
+            self._launch_records = read_launches(self.root) if key else []
+        out = []
+        self._log_paths = {}
+        for record in self._launch_records:
+            if record.run_dir or record.pid in known_pids:
+                continue  # its run directory is watched like any other
+            pseudo = os.path.join(self.root, ".rgpu", "launch", record.id)
+            info = self._launch_final.get(pseudo)
+            if info is None:
+                state = launch_state(record, now)
+                if state.state == "started":
+                    continue
+                info = RunInfo(
+                    run_dir=pseudo,
+                    name=f"{record.name} (launch)",
+                    state="starting" if state.state == "starting" else "failed",
+                    status_state=None,
+                    pid=record.pid,
+                    pid_alive=state.state == "starting",
+                    current_epoch=None,
+                    total_epochs=None,
+                    progress=None,
+                    eta_seconds=None,
+                    elapsed_seconds=state.elapsed,
+                    mean_epoch_seconds=None,
+                    best_metric=None,
+                    best_metric_name=None,
+                    best_epoch=None,
+                    updated_at=None,
+                    error=state.error,
+                    problem="launched; waiting for status.json (console log below)"
+                    if state.state == "starting"
+                    else None,
+                    activity=record.time,
+                )
+                if state.state == "died":
+                    self._launch_final[pseudo] = info
+            if info.state == "failed" and now - record.time > DIED_LAUNCH_SHOWN_S:
+                continue
+            self._log_paths[pseudo] = record.console_log
+            out.append(info)
+        return out
+
     def _log_view(self, run_dir: str) -> LogView:
         entry = self._logs.pop(run_dir, None)
         if entry is None:
-            tail = LogTail(os.path.join(run_dir, LOG_NAME), keep=self.log_keep)
+            path = self._log_paths.get(run_dir) or os.path.join(run_dir, LOG_NAME)
+            tail = LogTail(path, keep=self.log_keep)
             entry = (tail, -1, None)
         tail, gen, view = entry
         tail.poll()

@@ -10,10 +10,12 @@ one has been applied, so a slow disk never piles refreshes up.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -22,14 +24,27 @@ from textual.widgets import Footer, OptionList
 
 from ..core.collect import Collector
 from ..core.config import Settings
-from ..core.snapshot import Snapshot
-from .messages import RefreshFailed, SnapshotReady
+from ..core.hub import (
+    ARTIFACTS_REQUEST,
+    PushEvent,
+    PushQueue,
+    PushRequest,
+    checkpoint_info,
+    file_for_arg,
+)
+from ..core.launch import LaunchRecord, stop_run
+from ..core.preflight import gpu_preflight, preflight_to_text
+from ..core.snapshot import Snapshot, fmt_duration, fmt_number
+from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
 from .screens.cost import CostScreen
+from .screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
 from .screens.help import HelpScreen
+from .screens.launch import LaunchScreen, launch_defaults
 from .widgets.cost import CostStrip, IdleBanner
 from .widgets.gpus import GpuPane
 from .widgets.log_pane import LogPane
 from .widgets.metrics import MetricsPane
+from .widgets.push_bar import PushBar
 from .widgets.run_header import RunHeader
 from .widgets.runs_list import RunsList
 
@@ -45,6 +60,11 @@ class RgpuApp(App[int]):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("m", "metrics_page", "Metrics"),
         Binding("c", "cost", "Cost"),
+        Binding("p", "push", "Push"),
+        Binding("P", "push_pick", "Push…", show=False),
+        Binding("n", "launch", "New run"),
+        Binding("s", "stop", "Stop"),
+        Binding("g", "preflight", "GPU check"),
     ]
 
     def __init__(
@@ -61,6 +81,11 @@ class RgpuApp(App[int]):
         self.root_arg = root
         self.interval = interval
         self.clock = clock
+        self.settings = settings or Settings()
+        self.push_queue: PushQueue | None = None  # started on the first push
+        self._push_progress: dict = {}
+        self._stop_screen: ReportScreen | None = None
+        self._follow_pid: int | None = None  # a run we launched: select it when it appears
         self.collector = Collector(
             root,
             fake_gpus=fake_gpus,
@@ -87,6 +112,7 @@ class RgpuApp(App[int]):
         self.idle_banner = IdleBanner(id="idle")
         self.gpu_pane = GpuPane(id="gpus")
         self.cost_strip = CostStrip(id="cost")
+        self.push_bar = PushBar(id="push")
         self.runs_list = RunsList(id="runs")
         self.runs_list.border_title = "runs"
         self.run_header = RunHeader(id="header")
@@ -95,6 +121,7 @@ class RgpuApp(App[int]):
         yield self.idle_banner
         yield self.gpu_pane
         yield self.cost_strip
+        yield self.push_bar
         with Horizontal(id="body"):
             yield self.runs_list
             with Vertical(id="main"):
@@ -112,6 +139,8 @@ class RgpuApp(App[int]):
         self._set_layout(event.size)
 
     def on_unmount(self) -> None:
+        if self.push_queue is not None:
+            self.push_queue.close(timeout=0)  # an upload in flight stops; nothing half-committed
         with self._lock:  # a refresh in flight finishes first
             self.collector.close()
 
@@ -137,6 +166,11 @@ class RgpuApp(App[int]):
         except Exception as exc:  # a reader bug must not take the UI down
             self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
             return
+        if self.settings.auto_push != "off":
+            with self._lock:
+                requests = self.collector.auto_push_requests(snap)
+            for req in requests:
+                self._submit_push(req)
         self.post_message(SnapshotReady(snap))
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
@@ -160,6 +194,15 @@ class RgpuApp(App[int]):
 
     def apply_snapshot(self, snap: Snapshot) -> None:
         self.snapshot = snap
+        if self._follow_pid is not None:
+            for r in snap.runs:
+                if r.pid == self._follow_pid:
+                    if r.state != "starting":
+                        self._follow_pid = None  # found its real run directory
+                    if self.selected != r.run_dir:
+                        self.selected = r.run_dir
+                        self.request_refresh()
+                    break
         sel_dir = snap.selected.run_dir if snap.selected else None
         if self.selected not in {r.run_dir for r in snap.runs}:
             self.selected = sel_dir
@@ -173,7 +216,12 @@ class RgpuApp(App[int]):
         if isinstance(self.screen, CostScreen):
             self.screen.update_cost(snap.cost, snap.generated_at)
         message = self.refresh_error or snap.problem
-        self.run_header.show(snap.selected_run, snap.generated_at, message)
+        self.run_header.show(
+            snap.selected_run,
+            snap.generated_at,
+            message,
+            snap.selected.pushes if snap.selected else None,
+        )
         self.metrics_pane.show(snap.selected.metrics if snap.selected else None)
         self.log_pane.show(snap.selected.log if snap.selected else None)
 
@@ -191,6 +239,229 @@ class RgpuApp(App[int]):
     def action_cost(self) -> None:
         snap = self.snapshot
         self.push_screen(CostScreen(snap.cost if snap else None, snap.generated_at if snap else 0))
+
+    # -- pushing to the Hub ------------------------------------------------------
+
+    def action_push(self) -> None:
+        """`p`: best.pt of the selected run (last.pt when there is no best.pt)."""
+        run_dir = self._selected_dir()
+        if run_dir is not None:
+            self._confirm_push(run_dir, file_for_arg(None, run_dir))
+
+    def action_push_pick(self) -> None:
+        """`P`: pick best.pt, last.pt, an epoch_N.pt, or the small artifacts only."""
+        run_dir = self._selected_dir()
+        if run_dir is None:
+            return
+        try:
+            names = os.listdir(os.path.join(run_dir, "weights"))
+        except OSError:
+            names = []
+
+        def order(name: str) -> tuple:
+            m = re.fullmatch(r"epoch_(\d+)\.pt", name)
+            return (
+                0 if name == "best.pt" else 1 if name == "last.pt" else 2,
+                int(m[1]) if m else 0,
+            )
+
+        choices = [(n, n) for n in sorted((n for n in names if n.endswith(".pt")), key=order)]
+        choices.append((ARTIFACTS_REQUEST, "small artifacts only (status, metrics, config)"))
+
+        def picked(file: str | None) -> None:
+            if file:
+                self._confirm_push(run_dir, file)
+
+        self.push_screen(PickScreen("push which file?", choices), picked)
+
+    def _selected_dir(self) -> str | None:
+        snap = self.snapshot
+        if snap is None or snap.selected is None:
+            self.notify("No run selected.", severity="warning")
+            return None
+        return snap.selected.run_dir
+
+    def _confirm_push(self, run_dir: str, file: str) -> None:
+        repo = self.settings.hub_repo
+        if not repo:
+            self.notify(
+                "No Hub repo set: --hub-repo ORG/NAME, RGPU_HUB_REPO, or hub_repo in the config.",
+                severity="error",
+                timeout=10,
+            )
+            return
+        run = os.path.basename(run_dir)
+        body = Text()
+        if file == ARTIFACTS_REQUEST:
+            body.append("The run's small artifacts (status.json, metrics.jsonl, results.csv, ")
+            body.append("summary.json, train_config.yaml).\n")
+            target = f"{repo}: {run}/"
+        else:
+            info = checkpoint_info(run_dir, file)
+            if not info["exists"]:
+                self.notify(f"{info['path']} does not exist.", severity="error")
+                return
+            size = info["size"] or 0
+            body.append(f"{info['path']}\n", style="bold")
+            body.append(f"{size / 1e6:.1f} MB")
+            if info["epoch"] is not None:
+                body.append(f", epoch {info['epoch']}")
+            if info["metric"] is not None:
+                body.append(f", {info['metric_name'] or 'metric'} {fmt_number(info['metric'])}")
+            body.append("\n")
+            path = self.settings.hub_path.replace("{run}", run).replace("{file}", info["name"])
+            target = f"{repo}: {path}"
+        body.append("to ")
+        body.append(target, style="bold")
+        body.append("\n(with the run's small artifacts, in one commit; a new repo is private)")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._submit_push(PushRequest(run_dir=run_dir, file=file))
+
+        self.push_screen(
+            ConfirmScreen("push to the Hugging Face Hub", body, "enter: push"), answered
+        )
+
+    def _submit_push(self, req: PushRequest) -> None:
+        if self.push_queue is None:
+            self.push_queue = PushQueue(self.settings, self._push_event_from_thread)
+        self.push_queue.submit(req)
+
+    def _push_event_from_thread(self, event: PushEvent) -> None:
+        self.post_message(PushUpdate(event))  # thread-safe, never blocks the uploader
+
+    def on_push_update(self, message: PushUpdate) -> None:
+        ev = message.event
+        queued = len(self.push_queue.pending()) if self.push_queue else 0
+        req = ev.request
+        if ev.kind in ("started", "progress"):
+            self.push_bar.show(
+                req.file, req.run_dir, ev.phase, ev.bytes_done, ev.bytes_total, queued
+            )
+        elif ev.kind == "queued":
+            current = self.push_queue.current() if self.push_queue else None
+            if current is None:
+                self.push_bar.show(None, None, None, 0, 0, queued)
+        elif ev.kind == "finished" and ev.result is not None:
+            self.push_bar.show(None, None, None, 0, 0, queued)
+            r = ev.result
+            run = os.path.basename(req.run_dir)
+            if r.ok and r.skipped_unchanged:
+                self.notify(
+                    f"{r.file or req.file} of {run} is unchanged on {r.repo}: no new commit."
+                )
+            elif r.ok:
+                self.notify(
+                    f"Pushed {r.file or req.file} of {run} to {r.repo}\n{r.commit_url or ''}",
+                    title="pushed",
+                    timeout=10,
+                )
+            else:
+                self.notify(
+                    r.error or "push failed", title="push failed", severity="error", timeout=20
+                )
+            self.request_refresh()  # the header's "pushed ... ago" comes from the records
+
+    # -- launching, stopping, checking the GPUs ---------------------------------
+
+    def _gpu_count(self) -> int | None:
+        gpus = self.snapshot.gpus if self.snapshot else None
+        if gpus is None or not gpus.available or gpus.source == "fake":
+            return 0  # simulated GPUs cannot train: the form proposes the CPU
+        return len(gpus.devices)
+
+    def action_launch(self) -> None:
+        """`n`: the launch form; the new run is selected once it appears."""
+        gpu_count = self._gpu_count()
+        root = self.collector.runs.root
+        defaults = launch_defaults(self.settings, root, gpu_count)
+
+        def launched(record: LaunchRecord | None) -> None:
+            if record is None:
+                return
+            self._follow_pid = record.pid
+            self.notify(
+                f"Started {record.name} (pid {record.pid}); console log {record.console_log}",
+                title="launched",
+                timeout=10,
+            )
+            self.request_refresh()
+
+        self.push_screen(LaunchScreen(defaults, self.settings, gpu_count), launched)
+
+    def action_stop(self) -> None:
+        """`s`: SIGINT to the run's process group, SIGTERM and SIGKILL later if needed."""
+        snap = self.snapshot
+        run = snap.selected_run if snap else None
+        if run is None or run.state not in ("running", "stalled", "starting"):
+            self.notify("The selected run is not running.", severity="warning")
+            return
+        s = self.settings
+        body = Text()
+        body.append(f"Stop {run.name} (pid {run.pid})?\n", style="bold")
+        body.append(
+            f"SIGINT now (libreyolo records failed/KeyboardInterrupt and keeps its last "
+            f"checkpoint), SIGTERM after {s.stop_term_after:g} s, SIGKILL after "
+            f"{s.stop_kill_after:g} s. Push its weights first if they matter."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                screen = ReportScreen(f"stopping {run.name}", "sending SIGINT…")
+                self._stop_screen = screen
+                self.push_screen(screen)
+                self._stop_worker(run.run_dir, run.name)
+
+        self.push_screen(ConfirmScreen("stop a run", body, "enter: stop"), answered)
+
+    @work(thread=True, group="stop")
+    def _stop_worker(self, run_dir: str, name: str) -> None:
+        def progress(phase: str, seconds_left: float | None) -> None:
+            self.post_message(StopProgress(name, phase, seconds_left, None))
+
+        result = stop_run(run_dir, self.settings, on_progress=progress)
+        self.post_message(StopProgress(name, "done", None, result))
+
+    def on_stop_progress(self, message: StopProgress) -> None:
+        screen = self._stop_screen if self._stop_screen in self.screen_stack else None
+        if message.result is None:
+            text = {
+                "sigint": "SIGINT sent; SIGTERM in {s}",
+                "sigterm": "SIGTERM sent; SIGKILL in {s}",
+                "sigkill": "SIGKILL sent; waiting {s} for the process to end",
+                "ended": "the process has ended",
+            }.get(message.phase, message.phase + " {s}")
+            left = fmt_duration(message.seconds_left) if message.seconds_left is not None else ""
+            if screen is not None:
+                screen.show(text.format(s=left))
+            return
+        r = message.result
+        if r.ok:
+            sent = ", ".join(r.signals_sent) or "no signal needed"
+            summary = f"{message.name} stopped ({sent}); it reads {r.final_state or '?'}"
+            self.notify(summary, title="stopped", timeout=10)
+        else:
+            summary = f"{message.name} not stopped: {r.error}"
+            self.notify(summary, title="stop failed", severity="error", timeout=20)
+        if screen is not None:
+            screen.show(summary)
+        self.request_refresh()
+
+    def action_preflight(self) -> None:
+        """`g`: torch, CUDA and one real matmul on every GPU, in a subprocess."""
+        screen = ReportScreen("GPU check", "running torch in a subprocess…")
+        self.push_screen(screen)
+        self._preflight_worker(screen)
+
+    @work(thread=True, exclusive=True, group="preflight")
+    def _preflight_worker(self, screen: ReportScreen) -> None:
+        report = gpu_preflight()
+        style = "bold green" if report.ok else "bold red"
+        lines = preflight_to_text(report).splitlines()
+        body = Text(lines[0] + "\n", style=style)
+        body.append("\n".join(lines[1:]))
+        self.call_from_thread(screen.show, body)
 
     def action_metrics_page(self) -> None:
         self.metrics_pane.next_page()

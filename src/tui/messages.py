@@ -21,3 +21,22 @@ class RefreshFailed(Message):
     def __init__(self, error: str) -> None:
         super().__init__()
         self.error = error
+
+
+class PushUpdate(Message):
+    """A PushQueue event (queued, started, progress, finished), from its thread."""
+
+    def __init__(self, event) -> None:
+        super().__init__()
+        self.event = event
+
+
+class StopProgress(Message):
+    """A stop in progress (phase, seconds to the next step) or its result."""
+
+    def __init__(self, name: str, phase: str, seconds_left, result) -> None:
+        super().__init__()
+        self.name = name
+        self.phase = phase
+        self.seconds_left = seconds_left
+        self.result = result

@@ -48,9 +48,12 @@ class PickScreen(ModalScreen[str | None]):
     """Pick one of (id, label) choices; enter picks, escape cancels (None)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
-    DEFAULT_CSS = DIALOG_CSS.format(name="PickScreen") + """
+    DEFAULT_CSS = (
+        DIALOG_CSS.format(name="PickScreen")
+        + """
     PickScreen OptionList { height: auto; max-height: 16; border: none; }
     """
+    )
 
     def __init__(self, title: str, choices: list[tuple[str, str]]) -> None:
         super().__init__()

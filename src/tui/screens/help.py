@@ -14,6 +14,10 @@ HELP = """\
   enter      show the highlighted run
   m          next page of metrics
   c          cost: spent, per epoch, stop vs destroy, balance
+  p / P      push best.pt / pick a file to push to the Hugging Face Hub
+  n          launch a new run (form; ctrl+l launches)
+  s          stop the selected run (SIGINT, then SIGTERM, SIGKILL)
+  g          GPU check: torch, CUDA and one matmul per GPU
   tab        move focus between panes
   ?          this help (esc closes)
   q          quit (runs keep training)

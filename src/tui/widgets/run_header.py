@@ -6,7 +6,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widget import Widget
 
-from ...core.snapshot import RunInfo, best_text, epoch_text, fmt_duration
+from ...core.snapshot import PushInfo, RunInfo, best_text, epoch_text, fmt_duration
 from ...core.status import parse_time
 from .style import STATE_STYLE, state_badge
 
@@ -21,6 +21,22 @@ def text_bar(fraction: float, width: int) -> str:
     return ("█" * full + partial).ljust(width, "·")
 
 
+def push_text(p: PushInfo | None, now: float) -> Text:
+    """'pushed best.pt ep37 4m ago', and a warning when best.pt changed since."""
+    out = Text()
+    if p is None:
+        return out
+    if p.last_ok_file is not None and p.last_ok_at is not None:
+        ep = f" ep{p.last_ok_epoch}" if p.last_ok_epoch is not None else ""
+        ago = fmt_duration(max(now - p.last_ok_at, 0))
+        out.append(f"   pushed {p.last_ok_file}{ep} {ago} ago", style="green")
+    if p.last_outcome == "error":
+        out.append("   last push failed (see notices)", style="bold red")
+    if p.best_changed:
+        out.append("   best.pt changed since pushed (p)", style="bold yellow")
+    return out
+
+
 class RunHeader(Widget):
     """Shows one RunInfo; repaints only when what it shows changed."""
 
@@ -33,16 +49,28 @@ class RunHeader(Widget):
         self._run: RunInfo | None = None
         self._now: float = 0.0
         self._message: str | None = None
+        self._pushes: PushInfo | None = None
         self._key: tuple | None = None
 
-    def show(self, run: RunInfo | None, now: float, message: str | None = None) -> None:
+    def show(
+        self,
+        run: RunInfo | None,
+        now: float,
+        message: str | None = None,
+        pushes: PushInfo | None = None,
+    ) -> None:
         updated = parse_time(run.updated_at) if run else None
         ago = int(now - updated) if updated is not None else None
-        key = (run, ago, message)
+        pushed_ago = (
+            int((now - pushes.last_ok_at) // 60)
+            if pushes is not None and pushes.last_ok_at is not None
+            else None
+        )
+        key = (run, ago, message, pushes, pushed_ago)
         if key == self._key:
             return
         self._key = key
-        self._run, self._now, self._message = run, now, message
+        self._run, self._now, self._message, self._pushes = run, now, message, pushes
         self.refresh(layout=True)  # the error line can change the height
 
     def render(self) -> RenderableType:
@@ -71,6 +99,7 @@ class RunHeader(Widget):
         updated = parse_time(r.updated_at)
         if updated is not None:
             out.append(f"   updated {fmt_duration(self._now - updated)} ago", style="dim")
+        out.append(push_text(self._pushes, self._now))
         note, style = None, "yellow"
         if r.error:
             note, style = r.error, ("bold yellow" if r.state == "stalled" else "bold red")

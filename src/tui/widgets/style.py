@@ -9,6 +9,7 @@ STATE_STYLE = {
     "dead": "bold white on red",
     "stalled": "bold black on yellow",
     "unknown": "dim",
+    "starting": "bold magenta",
 }
 
 STATE_BADGE = {
@@ -18,6 +19,7 @@ STATE_BADGE = {
     "dead": "DEAD",
     "stalled": "STAL",
     "unknown": " ?  ",
+    "starting": "NEW ",
 }
 
 

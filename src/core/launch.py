@@ -1,0 +1,959 @@
+"""Launching `libreyolo train` runs and stopping them.
+
+A launch is `libreyolo train key=value ...` started from an argv list (never a
+shell), detached from whoever launched it: its own session, stdin from
+/dev/null, stdout and stderr into a console log under
+`<project>/.rgpu/console/`, all other descriptors closed. A daemon thread reaps
+it, so no zombie is left while the launcher lives, and nothing waits on it when
+the launcher exits. A trampoline (`python -c ...; os.execv(libreyolo ...)`, the
+same pid) puts SIGINT and SIGTERM back to their defaults first: a launcher
+started with SIGINT ignored (`cmd &` in a script, nohup-like wrappers) would
+otherwise pass that on, and the trainer could never be stopped gracefully.
+
+Every launch is a line in `<project>/.rgpu/launches.jsonl` (one `os.write` on
+O_APPEND per line); the run directory, once found, and the exit status, when
+this process reaped it, are further lines with the same id. Readers skip torn
+or malformed lines.
+
+The run directory is the one whose status.json carries the launched pid (or a
+descendant's: libreyolo's multi-GPU runs write rank 0's pid); libreyolo renames
+a clashing NAME to NAME2, NAME3, so the name alone does not say where it is.
+
+Stopping sends SIGINT (libreyolo then records `failed`/KeyboardInterrupt), then
+SIGTERM, then SIGKILL, to the run's process group, and only ever to a process
+whose pid *and* start time match the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+import psutil
+
+from .status import PID_REUSE_SLACK_S, check_pid, derive_state, parse_time
+
+RGPU_DIR = ".rgpu"
+LAUNCHES_NAME = "launches.jsonl"
+CONSOLE_DIR = "console"
+INSTALL_EXTRA = "rgpu-tui[train]"  # brings libreyolo, and torch with it
+INSTALL_HINT = f"pip install '{INSTALL_EXTRA}'"
+DEFAULT_NAME = "exp"  # libreyolo's own default
+CREATE_TIME_SLACK_S = 2.0  # psutil create_time recorded at launch vs. now
+KILL_WAIT_S = 10.0  # after SIGKILL, how long to wait for the process to vanish
+STOP_POLL_S = 0.2
+TAIL_BYTES = 16 * 1024
+TAIL_LINES = 20
+TAIL_LINE_CHARS = 300
+MAX_RECORDS_BYTES = 8 * 1024 * 1024
+
+FIELD_KEYS = ("model", "data", "epochs", "batch", "imgsz", "device", "project", "name")
+
+# Run before libreyolo in the same process (execv keeps the pid): signals that
+# the launcher ignores must not stay ignored in the trainer.
+_TRAMPOLINE = (
+    "import os,signal,sys\n"
+    "for s in (signal.SIGINT,signal.SIGTERM):signal.signal(s,signal.SIG_DFL)\n"
+    "signal.pthread_sigmask(signal.SIG_SETMASK,())\n"
+    "os.execv(sys.argv[1],sys.argv[1:])\n"
+)
+
+
+class LaunchError(ValueError):
+    """A launch that cannot start; str(error) is one line to show the user."""
+
+
+# -- the command ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What to train. Paths are absolute (make_spec resolves them)."""
+
+    data: str
+    project: str
+    model: str = "LibreYOLO9s.pt"
+    epochs: int = 100
+    batch: int = -1
+    imgsz: str = "640"
+    device: str = "cpu"
+    name: str = DEFAULT_NAME
+    extra: tuple[str, ...] = ()  # literal argv items, after the fields
+
+
+def default_device(gpu_count: int | None) -> str:
+    """Every GPU NVML sees ("0,1,..."), or "cpu" when there is none."""
+    if not gpu_count or gpu_count <= 0:
+        return "cpu"
+    return ",".join(str(i) for i in range(gpu_count))
+
+
+def split_extra(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Extra arguments as a shell would split them (no shell ever runs them)."""
+    if text is None:
+        return ()
+    if not isinstance(text, str):
+        return tuple(str(item) for item in text)
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as exc:  # "No closing quotation"
+        raise LaunchError(f"extra arguments: {str(exc).lower()}") from None
+
+
+def arg_key(item: str) -> str | None:
+    """The key of a `key=value` item (`--key value` style gives `key` too)."""
+    if item.startswith("-"):
+        return item.lstrip("-").split("=", 1)[0].replace("-", "_") or None
+    if "=" in item:
+        return item.split("=", 1)[0].strip().replace("-", "_") or None
+    return None
+
+
+def make_spec(
+    data: str,
+    project: str,
+    *,
+    settings=None,
+    gpu_count: int | None = None,
+    model: str | None = None,
+    epochs: int | str | None = None,
+    batch: int | str | None = None,
+    imgsz: int | str | None = None,
+    device: str | None = None,
+    name: str | None = None,
+    extra: str | Sequence[str] | None = None,
+) -> LaunchSpec:
+    """A checked LaunchSpec; raises LaunchError with one line saying what is wrong.
+
+    Unset values take their defaults: model from settings.model, epochs 100,
+    batch -1, imgsz 640, device from gpu_count, name "exp".
+    """
+    data = (data or "").strip()
+    if not data:
+        raise LaunchError("data: give the path of the dataset's data.yaml")
+    data = os.path.abspath(os.path.expanduser(data))
+    if not os.path.isfile(data):
+        what = "is a directory, not a data.yaml" if os.path.isdir(data) else "does not exist"
+        raise LaunchError(f"data: {data} {what}")
+    project = (project or "").strip()
+    if not project:
+        raise LaunchError("project: give the runs root")
+    project = os.path.abspath(os.path.expanduser(project))
+    if os.path.exists(project) and not os.path.isdir(project):
+        raise LaunchError(f"project: {project} is not a directory")
+    default_model = getattr(settings, "model", None) or LaunchSpec.model
+    model = (model or "").strip() if model is not None else default_model
+    if not model:
+        raise LaunchError("model: give a model name or a weights file")
+    name = (name or "").strip() if name is not None else DEFAULT_NAME
+    if not name or "/" in name or name in (".", ".."):
+        raise LaunchError(f"name: {name!r} is not a directory name")
+    device = (device or "").strip() if device is not None else default_device(gpu_count)
+    if not device:
+        raise LaunchError("device: give GPU indices such as 0,1 or cpu")
+    spec = LaunchSpec(
+        data=data,
+        project=project,
+        model=model,
+        epochs=_int_field("epochs", epochs, 100, minimum=1),
+        batch=_int_field("batch", batch, -1, minimum=-1),
+        imgsz=_imgsz(imgsz),
+        device=device,
+        name=name,
+        extra=split_extra(extra),
+    )
+    check_spec(spec)
+    return spec
+
+
+def _int_field(key: str, value, default: int, minimum: int) -> int:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return default
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise LaunchError(f"{key}: must be a whole number, got {value!r}") from None
+    if number < minimum or (key == "batch" and number == 0):
+        raise LaunchError(f"{key}: must be {minimum} or more (batch -1 means auto), got {number}")
+    return number
+
+
+def _imgsz(value) -> str:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return "640"
+    text = str(value).strip().lower()
+    if not re.fullmatch(r"[1-9]\d*(x[1-9]\d*)?", text):
+        raise LaunchError(f"imgsz: must be a size such as 640 or 480x640, got {value!r}")
+    return text
+
+
+def check_spec(spec: LaunchSpec, environ: Mapping[str, str] | None = None) -> None:
+    """Refuse what would go wrong or leak: keys given twice, stray words, the HF token."""
+    seen = set()
+    for item in spec.extra:
+        key = arg_key(item)
+        if key is None:
+            raise LaunchError(f"extra arguments: {item!r} is not key=value")
+        if key in FIELD_KEYS:
+            raise LaunchError(f"extra arguments: {key} has its own field; set it there")
+        if key in seen:
+            raise LaunchError(f"extra arguments: {key} is given twice")
+        seen.add(key)
+    token = (os.environ if environ is None else environ).get("HF_TOKEN") or ""
+    if len(token) >= 8 and any(token in item for item in build_argv(spec)):
+        raise LaunchError(
+            "the HF token must not be on the command line (everyone on the machine can read "
+            "it there); the run gets it from the environment"
+        )
+
+
+def libreyolo_executable() -> str | None:
+    """The `libreyolo` console script beside this Python, else on PATH; None if missing."""
+    beside = os.path.join(os.path.dirname(sys.executable), "libreyolo")
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    return shutil.which("libreyolo")
+
+
+def build_argv(spec: LaunchSpec, executable: str | None = None) -> list[str]:
+    """The exact argv of the run: `libreyolo train key=value ...`."""
+    exe = executable or libreyolo_executable() or "libreyolo"
+    return [
+        exe,
+        "train",
+        f"model={spec.model}",
+        f"data={spec.data}",
+        f"epochs={spec.epochs}",
+        f"batch={spec.batch}",
+        f"imgsz={spec.imgsz}",
+        f"device={spec.device}",
+        f"project={spec.project}",
+        f"name={spec.name}",
+        *spec.extra,
+    ]
+
+
+def display_command(argv: Sequence[str]) -> str:
+    """The command as a shell would need it typed (for display only)."""
+    return shlex.join(list(argv))
+
+
+@dataclass(frozen=True)
+class HfStatus:
+    token_set: bool  # HF_TOKEN is set (its value is never shown or stored)
+    home: str  # where HF_HOME points (the Hub cache)
+    home_from_env: bool
+
+
+def hf_status(environ: Mapping[str, str] | None = None) -> HfStatus:
+    env = os.environ if environ is None else environ
+    home = env.get("HF_HOME") or ""
+    if home:
+        return HfStatus(bool(env.get("HF_TOKEN")), os.path.expanduser(home), True)
+    cache = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return HfStatus(bool(env.get("HF_TOKEN")), os.path.join(cache, "huggingface"), False)
+
+
+def gpu_count_from_nvml() -> int:
+    """How many GPUs NVML sees now (0 when NVML is unavailable); never raises."""
+    try:
+        from .gpu import GpuMonitor
+
+        monitor = GpuMonitor()
+        try:
+            view = monitor.sample(time.time(), (), None)
+        finally:
+            monitor.close()
+        return len(view.devices) if view.available else 0
+    except Exception:
+        return 0
+
+
+# -- records --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    id: str
+    time: float
+    pid: int
+    create_time: float | None  # psutil's, of the launched process
+    argv: tuple[str, ...]
+    command: str
+    cwd: str
+    project: str
+    name: str
+    console_log: str
+    hf_token_set: bool = False
+    hf_home: str | None = None
+    run_dir: str | None = None
+    returncode: int | None = None  # when the launcher reaped it
+    exited_at: float | None = None
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["argv"] = list(self.argv)
+        return data
+
+
+def rgpu_dir(project: str) -> str:
+    return os.path.join(os.path.abspath(project), RGPU_DIR)
+
+
+def launches_path(project: str) -> str:
+    return os.path.join(rgpu_dir(project), LAUNCHES_NAME)
+
+
+def append_line(path: str, obj: dict) -> None:
+    """One complete JSON line, one os.write on O_APPEND (never interleaved mid-line)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, data)
+        if written != len(data):  # a full disk: leave a torn line readers skip
+            raise OSError(f"short write to {path} ({written} of {len(data)} bytes)")
+    finally:
+        os.close(fd)
+
+
+def record_run_dir(project: str, launch_id: str, run_dir: str) -> None:
+    append_line(launches_path(project), {"kind": "run_dir", "id": launch_id, "run_dir": run_dir})
+
+
+def read_launches(project: str) -> list[LaunchRecord]:
+    """The launches recorded under `project`, oldest first; torn or bad lines are skipped."""
+    path = launches_path(project)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_RECORDS_BYTES:
+                f.seek(size - MAX_RECORDS_BYTES)
+                f.readline()  # a partial first line
+            raw = f.read()
+    except OSError:
+        return []
+    launches: dict[str, dict] = {}
+    updates: list[dict] = []
+    for line in raw.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+            continue
+        if obj.get("kind") == "launch":
+            launches[obj["id"]] = obj
+        else:
+            updates.append(obj)
+    for obj in updates:
+        base = launches.get(obj["id"])
+        if base is None:
+            continue
+        if obj.get("kind") == "run_dir" and isinstance(obj.get("run_dir"), str):
+            base["run_dir"] = obj["run_dir"]
+        elif obj.get("kind") == "exit":
+            base["returncode"] = obj.get("returncode")
+            base["exited_at"] = obj.get("time")
+    records = []
+    for obj in launches.values():
+        record = _record_from(obj)
+        if record is not None:
+            records.append(record)
+    records.sort(key=lambda r: r.time)
+    return records
+
+
+def _record_from(obj: dict) -> LaunchRecord | None:
+    try:
+        pid = obj["pid"]
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            return None
+        argv = obj.get("argv") or []
+        return LaunchRecord(
+            id=obj["id"],
+            time=float(obj["time"]),
+            pid=pid,
+            create_time=_float_or_none(obj.get("create_time")),
+            argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
+            command=str(obj.get("command") or ""),
+            cwd=str(obj.get("cwd") or ""),
+            project=str(obj["project"]),
+            name=str(obj.get("name") or ""),
+            console_log=str(obj["console_log"]),
+            hf_token_set=bool(obj.get("hf_token_set")),
+            hf_home=obj.get("hf_home") if isinstance(obj.get("hf_home"), str) else None,
+            run_dir=obj.get("run_dir") if isinstance(obj.get("run_dir"), str) else None,
+            returncode=obj.get("returncode") if isinstance(obj.get("returncode"), int) else None,
+            exited_at=_float_or_none(obj.get("exited_at")),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _float_or_none(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+# -- launching --------------------------------------------------------------------
+
+
+def _safe_file_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "run"
+
+
+def _open_console_log(project: str, name: str, now: float) -> tuple[int, str]:
+    folder = os.path.join(rgpu_dir(project), CONSOLE_DIR)
+    os.makedirs(folder, exist_ok=True)
+    stamp = datetime.fromtimestamp(now).strftime("%Y%m%d-%H%M%S")
+    base = f"{_safe_file_name(name)}-{stamp}"
+    for i in range(1000):
+        path = os.path.join(folder, base + (f"-{i + 1}" if i else "") + ".log")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        return fd, path
+    raise LaunchError(f"cannot create a console log in {folder}")
+
+
+def spawn_detached(
+    argv: Sequence[str],
+    log_fd: int,
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    on_exit: Callable[[int], None] | None = None,
+) -> subprocess.Popen:
+    """Start argv in its own session, stdin /dev/null, stdout+stderr to log_fd.
+
+    SIGINT/SIGTERM are reset to their defaults in the child before argv runs
+    (same pid). A daemon thread reaps it and calls on_exit(returncode).
+    """
+    full = [sys.executable, "-I", "-S", "-c", _TRAMPOLINE, *argv]
+    proc = subprocess.Popen(
+        full,
+        stdin=subprocess.DEVNULL,
+        stdout=log_fd,
+        stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+    def reap() -> None:
+        rc = proc.wait()
+        if on_exit is not None:
+            try:
+                on_exit(rc)
+            except Exception:
+                pass
+
+    threading.Thread(target=reap, name=f"reap-{proc.pid}", daemon=True).start()
+    return proc
+
+
+def launch(
+    spec: LaunchSpec,
+    *,
+    env: Mapping[str, str] | None = None,
+    executable: str | None = None,
+    now: Callable[[], float] = time.time,
+) -> LaunchRecord:
+    """Start the run (detached) and record it; returns at once. Raises LaunchError.
+
+    env: the environment of the run (default: this process's); PYTHONUNBUFFERED=1
+    is added so the console log is live. The doctor is the caller's business
+    (core.preflight.run_doctor).
+    """
+    check_spec(spec, env)
+    exe = executable or libreyolo_executable()
+    if exe is None:
+        raise LaunchError(f"libreyolo is not installed for {sys.executable}: {INSTALL_HINT}")
+    argv = build_argv(spec, exe)
+    run_env = dict(os.environ if env is None else env)
+    run_env.setdefault("PYTHONUNBUFFERED", "1")
+    hf = hf_status(run_env)
+    started = now()
+    try:
+        os.makedirs(spec.project, exist_ok=True)
+        log_fd, console_log = _open_console_log(spec.project, spec.name, started)
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise LaunchError(f"project: cannot write in {spec.project}: {why}") from None
+    launch_id = uuid.uuid4().hex[:12]
+    path = launches_path(spec.project)
+
+    def on_exit(rc: int) -> None:
+        append_line(path, {"kind": "exit", "id": launch_id, "returncode": rc, "time": time.time()})
+
+    cwd = os.getcwd() if os.path.isdir(os.getcwd()) else spec.project
+    try:
+        proc = spawn_detached(argv, log_fd, cwd=cwd, env=run_env, on_exit=on_exit)
+    except OSError as exc:
+        raise LaunchError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+    finally:
+        os.close(log_fd)
+    try:
+        create_time = psutil.Process(proc.pid).create_time()
+    except psutil.Error:
+        create_time = None
+    record = LaunchRecord(
+        id=launch_id,
+        time=started,
+        pid=proc.pid,
+        create_time=create_time,
+        argv=tuple(argv),
+        command=display_command(argv),
+        cwd=cwd,
+        project=spec.project,
+        name=spec.name,
+        console_log=console_log,
+        hf_token_set=hf.token_set,
+        hf_home=hf.home,
+    )
+    obj = {"kind": "launch", **record.to_json()}
+    for key in ("run_dir", "returncode", "exited_at"):
+        obj.pop(key)
+    append_line(path, obj)
+    return record
+
+
+# -- finding the run ------------------------------------------------------------
+
+
+def _read_status(run_dir: str) -> dict | None:
+    try:
+        with open(os.path.join(run_dir, "status.json"), "rb") as f:
+            value = json.loads(f.read(4 * 1024 * 1024))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _candidates(project: str, name: str | None) -> list[str]:
+    """Directories under project: NAME, NAME2, NAME3... first, then the rest."""
+    try:
+        entries = [e for e in os.scandir(project) if e.is_dir() and e.name != RGPU_DIR]
+    except OSError:
+        return []
+    first, rest = [], []
+    family = re.compile(re.escape(name) + r"(\d*)") if name else None
+    for entry in entries:
+        m = family.fullmatch(entry.name) if family else None
+        if m and (not m.group(1) or int(m.group(1)) >= 2):
+            first.append((int(m.group(1) or 1), entry.path))
+        else:
+            rest.append(entry.path)
+    return [p for _, p in sorted(first)] + sorted(rest)
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    try:
+        return any(p.pid == ancestor for p in psutil.Process(pid).parents())
+    except psutil.Error:
+        return False
+
+
+def find_run_dir(
+    project: str, pid: int, name: str | None = None, *, started_after: float | None = None
+) -> str | None:
+    """The run directory under project whose status.json was written by `pid`.
+
+    Matches status.json's pid, or a live descendant of `pid` (multi-GPU runs
+    write rank 0's pid). started_after (the launch time) skips older runs that
+    happen to carry a reused pid.
+    """
+    found = []
+    for path in _candidates(project, name):
+        st = _read_status(path)
+        if st is None:
+            continue
+        if started_after is not None:
+            started = parse_time(st.get("started_at"))
+            if started is not None and started < started_after - PID_REUSE_SLACK_S:
+                continue
+        spid = st.get("pid")
+        if not isinstance(spid, int) or isinstance(spid, bool):
+            continue
+        if spid == pid:
+            return path
+        found.append((path, spid))
+    for path, spid in found:
+        if _descends_from(spid, pid):
+            return path
+    return None
+
+
+# -- the state of a launch ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchState:
+    state: str  # "starting" | "started" | "died"
+    run_dir: str | None
+    error: str | None
+    console_log: str
+    tail: tuple[str, ...] = ()  # the console log's last lines (starting / died)
+    pid: int | None = None
+    returncode: int | None = None
+    elapsed: float | None = None  # since the launch
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_LOGURU = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?\s*\|\s*\w+\s*\|\s*")
+_ERRORISH = re.compile(
+    r"(Error|Exception|error:|No such option|Missing option|Invalid value|Killed|Traceback)"
+)
+
+
+def console_tail(path: str, lines: int = TAIL_LINES) -> tuple[str, ...]:
+    """The last lines of a console log, cleaned of colours and progress-bar redraws."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(size - TAIL_BYTES, 0))
+            raw = f.read(TAIL_BYTES)
+    except OSError:
+        return ()
+    text = raw.decode("utf-8", errors="replace")
+    out = []
+    for line in text.split("\n"):
+        line = _ANSI.sub("", line.split("\r")[-1] if line.strip("\r") else line).rstrip()
+        if len(line) > TAIL_LINE_CHARS:
+            line = line[: TAIL_LINE_CHARS - 1] + "…"
+        out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return tuple(out[-lines:])
+
+
+def error_from_tail(tail: Sequence[str]) -> str | None:
+    """The line of a console tail that says what went wrong (else the last line)."""
+    cleaned = [_LOGURU.sub("", line.strip(" │╭╰╮╯─|")).strip() for line in tail]
+    cleaned = [line for line in cleaned if line]
+    for line in reversed(cleaned):
+        if _ERRORISH.search(line):
+            return line
+    return cleaned[-1] if cleaned else None
+
+
+def launch_state(record: LaunchRecord, now: float) -> LaunchState:
+    """starting (no status.json yet, process alive), started (run dir found) or died."""
+    elapsed = max(now - record.time, 0.0)
+    base = dict(
+        console_log=record.console_log,
+        pid=record.pid,
+        returncode=record.returncode,
+        elapsed=elapsed,
+    )
+    if record.run_dir:
+        return LaunchState("started", record.run_dir, None, **base)
+    run_dir = find_run_dir(record.project, record.pid, record.name, started_after=record.time)
+    if run_dir:
+        return LaunchState("started", run_dir, None, **base)
+    if record.returncode is None and _same_process(record.pid, record.create_time):
+        return LaunchState("starting", None, None, tail=console_tail(record.console_log), **base)
+    # gone: one more look, in case status.json appeared just before it exited
+    run_dir = find_run_dir(record.project, record.pid, record.name, started_after=record.time)
+    if run_dir:
+        return LaunchState("started", run_dir, None, **base)
+    tail = console_tail(record.console_log)
+    how = f"exited with status {record.returncode}" if record.returncode is not None else "exited"
+    detail = error_from_tail(tail)
+    error = f"{how} before writing status.json" + (f": {detail}" if detail else " (no output)")
+    return LaunchState("died", None, error, tail=tail, **base)
+
+
+def _same_process(pid: int, create_time: float | None) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        created = proc.create_time()
+    except psutil.Error:
+        return False
+    return create_time is None or abs(created - create_time) <= CREATE_TIME_SLACK_S
+
+
+def launch_alive(record: LaunchRecord) -> bool:
+    """Is the launched process (that very one, by start time) still running?"""
+    return _same_process(record.pid, record.create_time)
+
+
+def refresh_launches(project: str, now: float) -> list[tuple[LaunchRecord, LaunchState]]:
+    """Every launch under project with its state; run dirs newly found are recorded."""
+    out = []
+    for record in read_launches(project):
+        state = launch_state(record, now)
+        if state.state == "started" and record.run_dir is None and state.run_dir:
+            try:
+                record_run_dir(project, record.id, state.run_dir)
+            except OSError:
+                pass
+        out.append((record, state))
+    return out
+
+
+# -- stopping ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StopResult:
+    ok: bool  # the process has ended (or was not running)
+    final_state: str | None  # failed / dead / completed ... as the run reads now
+    signals_sent: tuple[str, ...] = ()  # "SIGINT", "SIGTERM", "SIGKILL"
+    error: str | None = None
+    target: str | None = None  # "process group 123" / "process 123"
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["signals_sent"] = list(self.signals_sent)
+        return data
+
+
+ProgressFn = Callable[[str, "float | None"], None]
+
+
+@dataclass
+class _Target:
+    proc: psutil.Process
+    group: int | None  # the process group to signal, or None: the pid alone
+    waits: list[psutil.Process] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        if self.group is not None:
+            return f"process group {self.group}"
+        return f"process {self.proc.pid}"
+
+
+def _verify(pid, started_at: float | None, create_time: float | None) -> psutil.Process | str:
+    """The process if pid and start time match the run; else why not, in words."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return "no pid recorded for this run"
+    if pid == os.getpid():
+        return f"pid {pid} is this program"
+    try:
+        proc = psutil.Process(pid)
+        created = proc.create_time()
+        status = proc.status()
+    except psutil.NoSuchProcess:
+        return f"process {pid} is gone"
+    except psutil.AccessDenied:
+        return f"process {pid} belongs to another user"
+    except psutil.Error as exc:
+        return f"process {pid}: {exc}"
+    if status == psutil.STATUS_ZOMBIE:
+        return f"process {pid} has already exited"
+    if create_time is not None:
+        if abs(created - create_time) > CREATE_TIME_SLACK_S:
+            return f"pid {pid} now belongs to another process (started {_clock(created)})"
+    elif started_at is not None:
+        if created > started_at + PID_REUSE_SLACK_S:
+            return (
+                f"pid {pid} now belongs to another process (started {_clock(created)}, "
+                f"after the run started at {_clock(started_at)})"
+            )
+    else:
+        return f"no start time recorded for process {pid}: cannot tell it is the run"
+    return proc
+
+
+def _clock(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).astimezone().strftime("%H:%M:%S")
+
+
+def _target(proc: psutil.Process) -> _Target:
+    """Signal the whole group when the group belongs to the run, else the pid alone."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except OSError:
+        return _Target(proc, None, [proc])
+    if pgid == os.getpgrp():
+        return _Target(proc, None, [proc])  # never our own group
+    if pgid == proc.pid:
+        return _Target(proc, pgid, [proc])
+    try:
+        leader = psutil.Process(pgid)
+        is_ancestor = any(p.pid == pgid for p in proc.parents())
+        is_trainer = any("libreyolo" in part for part in leader.cmdline())
+    except psutil.Error:
+        return _Target(proc, None, [proc])
+    if is_ancestor and is_trainer:  # e.g. multi-GPU: rank 0 under the launched process
+        return _Target(proc, pgid, [proc, leader])
+    return _Target(proc, None, [proc])
+
+
+def _ended(proc: psutil.Process) -> bool:
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def _send(target: _Target, sig: int) -> str | None:
+    """Send sig; None when sent, else why not."""
+    if _ended(target.proc):
+        return None
+    try:
+        if target.group is not None:
+            os.killpg(target.group, sig)
+        else:
+            target.proc.send_signal(sig)  # psutil re-checks the pid is the same process
+    except (ProcessLookupError, psutil.NoSuchProcess):
+        return None
+    except (PermissionError, psutil.AccessDenied):
+        return f"not allowed to signal {target.label}"
+    return None
+
+
+def _escalate(
+    target: _Target,
+    settings,
+    on_progress: ProgressFn | None,
+    sleep: Callable[[float], None],
+    now: Callable[[], float],
+) -> tuple[bool, tuple[str, ...], str | None, float]:
+    term_after = float(getattr(settings, "stop_term_after", 30.0))
+    kill_after = max(float(getattr(settings, "stop_kill_after", 60.0)), term_after)
+    plan = [
+        ("SIGINT", signal.SIGINT, 0.0),
+        ("SIGTERM", signal.SIGTERM, term_after),
+        ("SIGKILL", signal.SIGKILL, kill_after),
+    ]
+    sent: list[str] = []
+    t0 = now()
+    last_report = None
+
+    def report(phase: str, left: float | None) -> None:
+        nonlocal last_report
+        key = (phase, None if left is None else math.ceil(left))
+        if on_progress is not None and key != last_report:
+            last_report = key
+            try:
+                on_progress(phase, left)
+            except Exception:
+                pass
+
+    step = 0
+    while True:
+        if all(_ended(p) for p in target.waits):
+            report("ended", None)
+            return True, tuple(sent), None, now() - t0
+        elapsed = now() - t0
+        while step < len(plan) and elapsed >= plan[step][2]:
+            label, sig, _ = plan[step]
+            problem = _send(target, sig)
+            if problem:
+                return False, tuple(sent), problem, now() - t0
+            sent.append(label)
+            step += 1
+        if step < len(plan):
+            report(plan[step - 1][0].lower(), max(plan[step][2] - elapsed, 0.0))
+        else:
+            if elapsed >= kill_after + KILL_WAIT_S:
+                return (
+                    False,
+                    tuple(sent),
+                    f"{target.label} is still alive {KILL_WAIT_S:.0f} s after SIGKILL "
+                    "(stuck in the kernel, e.g. on a dead GPU or NFS)",
+                    now() - t0,
+                )
+            report("sigkill", max(kill_after + KILL_WAIT_S - elapsed, 0.0))
+        sleep(STOP_POLL_S)
+
+
+def stop_run(
+    run_dir: str,
+    settings,
+    on_progress: ProgressFn | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    now: Callable[[], float] = time.time,
+) -> StopResult:
+    """Stop the run in run_dir: SIGINT, SIGTERM after settings.stop_term_after s,
+    SIGKILL after settings.stop_kill_after s. Blocks until the process has ended.
+
+    on_progress(phase, seconds_left): phase "sigint" / "sigterm" (seconds until the
+    next signal), "sigkill" (seconds left to wait), "ended" (None). Only the
+    process whose pid and start time match status.json is ever signalled.
+    """
+    st = _read_status(run_dir)
+    if st is None:
+        return StopResult(False, None, error=f"{run_dir}: no readable status.json; nothing sent")
+    state = st.get("state")
+    pid = st.get("pid")
+    started_at = parse_time(st.get("started_at"))
+    if state != "running":
+        return StopResult(True, str(state) if state else None, error=None)
+    proc = _verify(pid, started_at, _launched_create_time(run_dir, pid))
+    if isinstance(proc, str):
+        final = derive_state("running", check_pid(pid, started_at), None, None, now())
+        return StopResult(False, final, error=f"not stopped: {proc}; nothing was signalled")
+    target = _target(proc)
+    ok, sent, error, seconds = _escalate(target, settings, on_progress, sleep, now)
+    return StopResult(ok, _final_state(run_dir, now()), sent, error, target.label, seconds)
+
+
+def _launched_create_time(run_dir: str, pid) -> float | None:
+    """The exact start time recorded when we launched this pid, if we did."""
+    project = os.path.dirname(os.path.abspath(run_dir))
+    for record in reversed(read_launches(project)):
+        if record.pid == pid and record.create_time is not None:
+            if record.run_dir in (None, os.path.abspath(run_dir)):
+                return record.create_time
+    return None
+
+
+def _final_state(run_dir: str, now: float) -> str | None:
+    st = _read_status(run_dir)
+    if st is None:
+        return None
+    state = st.get("state") if isinstance(st.get("state"), str) else None
+    pid = st.get("pid")
+    pid_check = check_pid(pid, parse_time(st.get("started_at"))) if state == "running" else None
+    return derive_state(state, pid_check, None, None, now)
+
+
+def stop_launch(
+    record: LaunchRecord,
+    settings,
+    on_progress: ProgressFn | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    now: Callable[[], float] = time.time,
+) -> StopResult:
+    """Stop a launch that has no status.json yet (state "starting"); as stop_run."""
+    state = launch_state(record, now())
+    if state.state == "started" and state.run_dir:
+        return stop_run(state.run_dir, settings, on_progress, sleep, now)
+    if state.state == "died":
+        return StopResult(True, "died", error=None)
+    proc = _verify(record.pid, None, record.create_time)
+    if isinstance(proc, str):
+        return StopResult(False, None, error=f"not stopped: {proc}; nothing was signalled")
+    target = _target(proc)
+    ok, sent, error, seconds = _escalate(target, settings, on_progress, sleep, now)
+    after = launch_state(record, now())
+    final = _final_state(after.run_dir, now()) if after.run_dir else after.state
+    return StopResult(ok, final, sent, error, target.label, seconds)
+
+
+def records_to_json(items: Iterable[tuple[LaunchRecord, LaunchState]]) -> list[dict]:
+    return [{**record.to_json(), "state": asdict(state)} for record, state in items]

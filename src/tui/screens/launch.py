@@ -1,0 +1,186 @@
+"""`n`: the launch form. It shows the exact command before launching, whether
+HF_TOKEN is set and where HF_HOME points, runs `libreyolo doctor` first (errors
+block, warnings ask), then starts the run detached and closes with its record."""
+
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Checkbox, Input, Label, Static
+
+from ...core.launch import (
+    LaunchError,
+    LaunchRecord,
+    build_argv,
+    display_command,
+    hf_status,
+    launch,
+    make_spec,
+)
+from ...core.preflight import run_doctor
+
+FIELDS = (
+    ("model", "model"),
+    ("data", "data.yaml"),
+    ("epochs", "epochs"),
+    ("batch", "batch (-1: largest that fits)"),
+    ("imgsz", "imgsz"),
+    ("device", "device"),
+    ("project", "project (runs root)"),
+    ("name", "name"),
+    ("extra", "extra key=value …"),
+)
+
+
+class LaunchScreen(ModalScreen[LaunchRecord | None]):
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel"),
+        Binding("ctrl+l", "launch", "Launch"),
+    ]
+    DEFAULT_CSS = """
+    LaunchScreen { align: center middle; }
+    LaunchScreen > VerticalScroll {
+        width: 90; max-width: 100%; height: auto; max-height: 100%;
+        border: round $accent; padding: 0 1; background: $surface;
+    }
+    LaunchScreen Horizontal { height: 1; }
+    LaunchScreen Label { width: 30; }
+    LaunchScreen Input { width: 1fr; height: 1; border: none; padding: 0; }
+    LaunchScreen Input:focus { background: $boost; }
+    LaunchScreen Checkbox { height: 1; border: none; padding: 0; }
+    LaunchScreen #command { margin-top: 1; }
+    LaunchScreen #status { margin-top: 1; }
+    """
+
+    def __init__(self, defaults: dict[str, str], settings, gpu_count: int | None) -> None:
+        super().__init__()
+        self._defaults = defaults
+        self._settings = settings
+        self._gpu_count = gpu_count
+        self._busy = False
+        self._confirm_warnings = False
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as box:
+            box.border_title = "launch a training run"
+            box.border_subtitle = "ctrl+l: launch   esc: cancel"
+            for key, label in FIELDS:
+                with Horizontal():
+                    yield Label(label)
+                    yield Input(value=self._defaults.get(key, ""), id=f"f-{key}")
+            yield Checkbox("check the dataset first (libreyolo doctor)", True, id="doctor")
+            hf = hf_status()
+            token = "set" if hf.token_set else "not set (pushes and Hub models need it)"
+            yield Static(f"HF_TOKEN {token}; HF_HOME {hf.home}", id="hf")
+            yield Static("", id="command")
+            yield Static("", id="status")
+
+    def on_mount(self) -> None:
+        self.query_one("#f-data", Input).focus()
+        self._update_command()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._confirm_warnings = False
+        self._update_command()
+
+    def _values(self) -> dict[str, str]:
+        return {key: self.query_one(f"#f-{key}", Input).value for key, _ in FIELDS}
+
+    def _spec(self):
+        v = self._values()
+        return make_spec(
+            v["data"],
+            v["project"],
+            settings=self._settings,
+            gpu_count=self._gpu_count,
+            model=v["model"],
+            epochs=v["epochs"],
+            batch=v["batch"],
+            imgsz=v["imgsz"],
+            device=v["device"],
+            name=v["name"],
+            extra=v["extra"],
+        )
+
+    def _update_command(self) -> None:
+        command = self.query_one("#command", Static)
+        try:
+            spec = self._spec()
+            argv = build_argv(spec, "libreyolo")
+            command.update(Text("$ " + display_command(argv), style="bold"))
+            self._say("")
+        except LaunchError as exc:
+            command.update(Text("$ …", style="dim"))
+            self._say(str(exc), "yellow")
+
+    def _say(self, message: str, style: str = "") -> None:
+        self.query_one("#status", Static).update(Text(message, style=style))
+
+    def action_cancel(self) -> None:
+        if not self._busy:
+            self.dismiss(None)
+
+    def action_launch(self) -> None:
+        if self._busy:
+            return
+        try:
+            spec = self._spec()
+        except LaunchError as exc:
+            self._say(str(exc), "bold red")
+            return
+        self._busy = True
+        self._say("checking the dataset (libreyolo doctor)…" if self._doctor() else "launching…")
+        self._run(spec, self._doctor(), self._confirm_warnings)
+
+    def _doctor(self) -> bool:
+        return self.query_one("#doctor", Checkbox).value
+
+    @work(thread=True, exclusive=True, group="launch")
+    def _run(self, spec, doctor: bool, warnings_confirmed: bool) -> None:
+        if doctor:
+            report = run_doctor(spec.data, spec.imgsz)
+            if not report.ok:
+                errors = "; ".join(report.errors) or report.output.strip()[:300]
+                self.app.call_from_thread(self._blocked, f"dataset errors: {errors}")
+                return
+            if report.warnings and not warnings_confirmed:
+                warnings = "; ".join(report.warnings)
+                self.app.call_from_thread(self._ask_warnings, warnings)
+                return
+        try:
+            record = launch(spec)
+        except (LaunchError, OSError) as exc:
+            self.app.call_from_thread(self._blocked, f"launch failed: {exc}")
+            return
+        self.app.call_from_thread(self.dismiss, record)
+
+    def _blocked(self, message: str) -> None:
+        self._busy = False
+        self._say(message, "bold red")
+
+    def _ask_warnings(self, warnings: str) -> None:
+        self._busy = False
+        self._confirm_warnings = True
+        self._say(f"dataset warnings: {warnings} — ctrl+l again to launch anyway", "bold yellow")
+
+
+def launch_defaults(settings, root: str, gpu_count: int | None) -> dict[str, str]:
+    from ...core.launch import default_device
+
+    return {
+        "model": settings.model,
+        "data": "",
+        "epochs": "100",
+        "batch": "-1",
+        "imgsz": "640",
+        "device": default_device(gpu_count),
+        "project": os.path.abspath(root),
+        "name": "exp",
+        "extra": "",
+    }

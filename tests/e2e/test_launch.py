@@ -1,0 +1,288 @@
+"""End to end: real `libreyolo train` runs started and stopped by rgpu-tui's launcher.
+
+Tiny CPU trainings (2 epochs, or stopped after the first), one at a time, on
+the session's synthetic dataset. Marked ``training``; deselect with
+``-m "not training"``. Every wait polls against a deadline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from rgpu_tui.core.config import Settings
+from rgpu_tui.core.launch import (
+    LaunchRecord,
+    find_run_dir,
+    launch,
+    launch_alive,
+    launch_state,
+    make_spec,
+    read_launches,
+    refresh_launches,
+    stop_run,
+)
+
+pytestmark = pytest.mark.training
+
+TIMEOUT = 180.0  # generous for slow CI; a 2-epoch run takes about 10 s here
+TRAIN_ARGS = ("pretrained=False", "workers=0", "amp=False", "eval_interval=1", "save_period=1")
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
+FAST_STOP = Settings(stop_term_after=10, stop_kill_after=20)
+
+
+def _wait(predicate: Callable, what: str, timeout: float = TIMEOUT, on_fail: Callable = None):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            extra = f"\n{on_fail()}" if on_fail else ""
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{extra}")
+        time.sleep(0.2)
+
+
+def _status(run_dir: str | Path) -> dict:
+    try:
+        return json.loads((Path(run_dir) / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _console(record: LaunchRecord) -> str:
+    try:
+        text = Path(record.console_log).read_text(errors="replace")
+    except OSError as exc:
+        return f"<console log unreadable: {exc}>"
+    return "--- console log ---\n" + "\n".join(text.splitlines()[-30:])
+
+
+def _started(record: LaunchRecord) -> str:
+    """Wait for the run directory; fail with the console tail if the launch died."""
+
+    def check():
+        state = launch_state(record, time.time())
+        if state.state == "died":
+            pytest.fail(f"the launch died: {state.error}\n{_console(record)}")
+        return state.run_dir if state.state == "started" else None
+
+    return _wait(check, "the run directory", on_fail=lambda: _console(record))
+
+
+def _ended(record: LaunchRecord) -> None:
+    _wait(lambda: not launch_alive(record), "the trainer to exit", on_fail=lambda: _console(record))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Path]:
+    """The runs root; every process launched under it is killed on teardown."""
+    root = tmp_path / "runs"
+    yield root
+    for record in read_launches(str(root)):
+        if launch_alive(record):
+            try:
+                os.killpg(record.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _spec(data: Path, project: Path, name: str, epochs: int, **kw):
+    return make_spec(
+        str(data),
+        str(project),
+        model=kw.pop("model", "yolo9-t"),
+        epochs=epochs,
+        batch=4,
+        imgsz=128,
+        device="cpu",
+        name=name,
+        extra=TRAIN_ARGS,
+        **kw,
+    )
+
+
+def test_launch_completes_and_is_found(trained_dataset: Path, project: Path) -> None:
+    record = launch(_spec(trained_dataset, project, "run", 2), env=ENV)
+    assert launch_state(record, time.time()).state == "starting"
+    run_dir = _started(record)
+    assert run_dir == str(project / "run")
+    assert os.getsid(record.pid) == record.pid  # its own session
+    _ended(record)
+    st = _status(run_dir)
+    assert st.get("state") == "completed", _console(record)
+    assert st["pid"] == record.pid
+    assert find_run_dir(str(project), record.pid, "run", started_after=record.time) == run_dir
+    # the launcher's reaper recorded the exit; the run dir is recorded once found
+    _wait(lambda: read_launches(str(project))[0].returncode == 0, "the exit record", 10)
+    refresh_launches(str(project), time.time())
+    (saved,) = read_launches(str(project))
+    assert saved.run_dir == run_dir and saved.returncode == 0
+    with pytest.raises(psutil.NoSuchProcess):  # reaped: no zombie
+        psutil.Process(record.pid).status()
+    log = Path(record.console_log).read_text()
+    assert "Training complete" in log
+
+
+LAUNCHER = """
+import json, os, sys, time
+from rgpu_tui.core.launch import launch, make_spec
+data, project = sys.argv[1], sys.argv[2]
+spec = make_spec(data, project, model="yolo9-t", epochs=2, batch=4, imgsz=128, device="cpu",
+                 name="orphan", extra=sys.argv[3:])
+record = launch(spec)
+print(json.dumps(record.to_json()), flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_run_survives_its_launcher_and_sighup(trained_dataset: Path, project: Path) -> None:
+    """Launched from a process that then dies of SIGHUP with its whole session."""
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(trained_dataset), str(project), *TRAIN_ARGS],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=ENV,
+        start_new_session=True,  # its own session: a terminal's, in effect
+    )
+    try:
+        line = launcher.stdout.readline()
+        assert line, "the launcher printed nothing"
+        obj = json.loads(line)
+        pid = obj["pid"]
+        assert os.getsid(pid) == pid != os.getsid(launcher.pid)
+        os.killpg(launcher.pid, signal.SIGHUP)  # the terminal went away
+        assert launcher.wait(10) == -signal.SIGHUP
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+            launcher.wait()
+    (record,) = read_launches(str(project))
+    assert record.pid == pid
+    run_dir = _started(record)
+    _ended(record)
+    assert _status(run_dir).get("state") == "completed", _console(record)
+
+
+def test_stop_ends_a_running_run_as_failed(trained_dataset: Path, project: Path) -> None:
+    record = launch(_spec(trained_dataset, project, "stopme", 30), env=ENV)
+    run_dir = _started(record)
+    _wait(lambda: _status(run_dir).get("current_epoch"), "the first epoch")
+    seen: list[tuple[str, float | None]] = []
+    t0 = time.monotonic()
+    result = stop_run(run_dir, FAST_STOP, on_progress=lambda p, s: seen.append((p, s)))
+    took = time.monotonic() - t0
+    assert result.ok, result.error
+    assert result.signals_sent == ("SIGINT",), (result, _console(record))
+    assert result.target == f"process group {record.pid}"
+    assert result.final_state == "failed"
+    assert took < FAST_STOP.stop_term_after
+    st = _status(run_dir)
+    assert st["state"] == "failed" and st["error"]["type"] == "KeyboardInterrupt"
+    assert seen[0] == ("sigint", pytest.approx(10, abs=0.5)) and seen[-1] == ("ended", None)
+    assert not launch_alive(record)
+
+
+def test_arguments_arrive_literally(trained_dataset: Path, project: Path) -> None:
+    weird = 'it\'s a "run"; echo pwned && $HOME `id` > x'
+    record = launch(_spec(trained_dataset, project, weird, 30), env=ENV)
+    assert f"name={weird}" in record.argv
+    run_dir = _started(record)
+    assert run_dir == str(project / weird)
+    cmdline = psutil.Process(record.pid).cmdline()  # the real argv of the trainer
+    assert cmdline[-len(record.argv) :] == list(record.argv)
+    assert f"name={weird}" in cmdline
+    assert read_launches(str(project))[0].argv == record.argv
+    assert stop_run(run_dir, FAST_STOP).final_state == "failed"
+
+
+def test_a_clashing_name_resolves_to_name2(trained_dataset: Path, project: Path) -> None:
+    old = project / "clash"
+    old.mkdir(parents=True)
+    (old / "status.json").write_text(
+        json.dumps({"state": "completed", "pid": os.getpid(), "started_at": "2020-01-01T00:00:00Z"})
+    )
+    record = launch(_spec(trained_dataset, project, "clash", 30), env=ENV)
+    run_dir = _started(record)
+    assert run_dir == str(project / "clash2")
+    assert find_run_dir(str(project), record.pid, "clash") == run_dir
+    assert stop_run(run_dir, FAST_STOP).final_state == "failed"
+
+
+def test_a_bad_model_name_shows_the_console_error(trained_dataset: Path, project: Path) -> None:
+    record = launch(_spec(trained_dataset, project, "bad", 2, model="yolo9-zz"), env=ENV)
+
+    def died():
+        state = launch_state(record, time.time())
+        assert state.state != "started", "a run with a bad model started"
+        return state if state.state == "died" else None
+
+    state = _wait(died, "the launch to die", on_fail=lambda: _console(record))
+    assert "Unknown model 'yolo9-zz'" in state.error, state
+    assert state.tail and state.run_dir is None
+    _wait(lambda: read_launches(str(project))[0].returncode is not None, "the exit record", 10)
+    (saved,) = read_launches(str(project))
+    final = launch_state(saved, time.time())
+    assert final.state == "died"
+    assert final.error.startswith(f"exited with status {saved.returncode} before writing")
+
+
+def _rgpu_tui() -> str:
+    return str(Path(sys.executable).parent / "rgpu-tui")
+
+
+def test_doctor_errors_block_the_launch(
+    trained_dataset: Path, project: Path, tmp_path: Path, capsys
+) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(trained_dataset.parent, broken)
+    shutil.rmtree(broken / "images")
+    data = broken / "data.yaml"
+    data.write_text(data.read_text().replace(str(trained_dataset.parent), str(broken)))
+    from rgpu_tui.cli import main
+
+    rc = main(["launch", "--project", str(project), "--", f"data={data}", "model=yolo9-t"])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert "config.path_not_found [train]" in err and "not launched" in err
+    assert read_launches(str(project)) == []  # nothing was started
+
+
+def test_demo_no_app_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("libreyolo")
+    work = tmp_path / "demo"
+    proc = subprocess.run(
+        [_rgpu_tui(), "demo", "--no-app", "--epochs", "2", "--dir", str(work)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=TIMEOUT,
+    )
+    try:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        out = proc.stdout
+        assert f"demo directory: {work}" in out
+        assert "libreyolo doctor: 0 error(s)" in out
+        run_dir = work / "runs" / "demo"
+        assert f"run directory: {run_dir}" in out, out
+        (record,) = read_launches(str(work / "runs"))
+        assert "model=yolo9-t" in record.argv and "epochs=2" in record.argv
+        assert "save_period=5" in record.argv and "device=cpu" in record.argv
+        _ended(record)
+        assert _status(run_dir).get("state") == "completed", _console(record)
+        assert (work / "dataset" / "images" / "train").is_dir()
+        assert len(list((work / "dataset" / "images" / "val").iterdir())) == 8
+    finally:
+        for record in read_launches(str(work / "runs")):
+            if launch_alive(record):
+                os.killpg(record.pid, signal.SIGKILL)
