@@ -600,7 +600,7 @@ def memory_child(kind: str, base: str, seconds: int, gpus: int, price: bool) -> 
     run_dir = root / LIVE_RUN
     t0 = time.time()
     clock = SimClock(t0)
-    rep = Replayer(run_dir, epochs=100_000, touch_mtime=True, clock=clock)
+    rep = Replayer(run_dir, epochs=5000, touch_mtime=True, clock=clock)
     rep.start(now=t0)
     res["rss_mb_imports"] = rss_mb()
     app = None
@@ -780,6 +780,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--theme", default=None, help="pass --theme to the app (e.g. ansi-dark)")
     p.add_argument("--colorterm", default=None, help="set COLORTERM (e.g. truecolor)")
     p.add_argument("--prefill-epochs", type=int, default=200, help="history of the live run")
+    p.add_argument("--epochs", type=int, default=1000, help="total epochs of the live run (1000)")
     p.add_argument("--tmux", action="store_true", help="also measure through a private tmux")
     p.add_argument("--rows-report", action="store_true", help="bytes per screen row")
     p.add_argument("--save-stream", default=None, metavar="DIR", help="keep the measured bytes")
@@ -831,7 +832,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         root = make_root(base)
         res["argv"] = app_argv(args, root)
-        replayer = start_replayer(root / LIVE_RUN, args.prefill_epochs, epochs=100_000)
+        replayer = start_replayer(root / LIVE_RUN, args.prefill_epochs, epochs=args.epochs)
         time.sleep(1.0)
         if args.snapshot:
             log("snapshot --json x5 ...")

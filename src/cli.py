@@ -518,6 +518,7 @@ def cmd_demo(argv: list[str]) -> int:
     if not args.no_doctor:
         from .core.preflight import run_doctor
 
+        print("checking the dataset with libreyolo doctor...", flush=True)
         doctor = run_doctor(data_yaml, 128)
         print(f"libreyolo doctor: {len(doctor.errors)} error(s), {len(doctor.warnings)} warning(s)")
         for line in doctor.errors + doctor.warnings:

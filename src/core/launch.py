@@ -302,10 +302,13 @@ class LaunchRecord:
     run_dir: str | None = None
     returncode: int | None = None  # when the launcher reaped it
     exited_at: float | None = None
+    died_error: str | None = None  # once known to have died before status.json: final
+    died_tail: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         data = asdict(self)
         data["argv"] = list(self.argv)
+        data["died_tail"] = list(self.died_tail)
         return data
 
 
@@ -368,6 +371,9 @@ def read_launches(project: str) -> list[LaunchRecord]:
         elif obj.get("kind") == "exit":
             base["returncode"] = obj.get("returncode")
             base["exited_at"] = obj.get("time")
+        elif obj.get("kind") == "died" and isinstance(obj.get("error"), str):
+            base["died_error"] = obj["error"]
+            base["died_tail"] = obj.get("tail")
     records = []
     for obj in launches.values():
         record = _record_from(obj)
@@ -399,9 +405,15 @@ def _record_from(obj: dict) -> LaunchRecord | None:
             run_dir=obj.get("run_dir") if isinstance(obj.get("run_dir"), str) else None,
             returncode=obj.get("returncode") if isinstance(obj.get("returncode"), int) else None,
             exited_at=_float_or_none(obj.get("exited_at")),
+            died_error=obj.get("died_error") if isinstance(obj.get("died_error"), str) else None,
+            died_tail=_strings(obj.get("died_tail")),
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _strings(value) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
 def _float_or_none(value) -> float | None:
@@ -503,7 +515,10 @@ def launch(
     def on_exit(rc: int) -> None:
         append_line(path, {"kind": "exit", "id": launch_id, "returncode": rc, "time": time.time()})
 
-    cwd = os.getcwd() if os.path.isdir(os.getcwd()) else spec.project
+    try:
+        cwd = os.getcwd()  # relative paths in extra arguments mean what they meant here
+    except OSError:  # the launcher's directory was deleted
+        cwd = spec.project
     try:
         proc = spawn_detached(argv, log_fd, cwd=cwd, env=run_env, on_exit=on_exit)
     except OSError as exc:
@@ -529,7 +544,7 @@ def launch(
         hf_home=hf.home,
     )
     obj = {"kind": "launch", **record.to_json()}
-    for key in ("run_dir", "returncode", "exited_at"):
+    for key in ("run_dir", "returncode", "exited_at", "died_error", "died_tail"):
         obj.pop(key)
     append_line(path, obj)
     return record
@@ -548,20 +563,21 @@ def _read_status(run_dir: str) -> dict | None:
 
 
 def _candidates(project: str, name: str | None) -> list[str]:
-    """Directories under project: NAME, NAME2, NAME3... first, then the rest."""
+    """Where libreyolo may have put run NAME: NAME, NAME2, NAME3... (every directory
+    under project when the name is not known)."""
     try:
         entries = [e for e in os.scandir(project) if e.is_dir() and e.name != RGPU_DIR]
     except OSError:
         return []
-    first, rest = [], []
-    family = re.compile(re.escape(name) + r"(\d*)") if name else None
+    if not name:
+        return sorted(e.path for e in entries)
+    family = re.compile(re.escape(name) + r"(\d*)")
+    found = []
     for entry in entries:
-        m = family.fullmatch(entry.name) if family else None
+        m = family.fullmatch(entry.name)
         if m and (not m.group(1) or int(m.group(1)) >= 2):
-            first.append((int(m.group(1) or 1), entry.path))
-        else:
-            rest.append(entry.path)
-    return [p for _, p in sorted(first)] + sorted(rest)
+            found.append((int(m.group(1) or 1), entry.path))
+    return [p for _, p in sorted(found)]
 
 
 def _descends_from(pid: int, ancestor: int) -> bool:
@@ -665,6 +681,8 @@ def launch_state(record: LaunchRecord, now: float) -> LaunchState:
     )
     if record.run_dir:
         return LaunchState("started", record.run_dir, None, **base)
+    if record.died_error:
+        return LaunchState("died", None, record.died_error, tail=record.died_tail, **base)
     run_dir = find_run_dir(record.project, record.pid, record.name, started_after=record.time)
     if run_dir:
         return LaunchState("started", run_dir, None, **base)
@@ -698,15 +716,22 @@ def launch_alive(record: LaunchRecord) -> bool:
 
 
 def refresh_launches(project: str, now: float) -> list[tuple[LaunchRecord, LaunchState]]:
-    """Every launch under project with its state; run dirs newly found are recorded."""
+    """Every launch under project with its state. What becomes final is recorded (the run
+    directory once found; the error of a launch that died), so later refreshes of those
+    launches read nothing but launches.jsonl."""
     out = []
     for record in read_launches(project):
         state = launch_state(record, now)
-        if state.state == "started" and record.run_dir is None and state.run_dir:
-            try:
+        try:
+            if state.state == "started" and record.run_dir is None and state.run_dir:
                 record_run_dir(project, record.id, state.run_dir)
-            except OSError:
-                pass
+            elif state.state == "died" and record.died_error is None:
+                append_line(
+                    launches_path(project),
+                    {"kind": "died", "id": record.id, "error": state.error, "tail": state.tail},
+                )
+        except OSError:
+            pass
         out.append((record, state))
     return out
 
@@ -745,8 +770,12 @@ class _Target:
         return f"process {self.proc.pid}"
 
 
+_GONE = "gone"
+
+
 def _verify(pid, started_at: float | None, create_time: float | None) -> psutil.Process | str:
-    """The process if pid and start time match the run; else why not, in words."""
+    """The process if pid and start time match the run; _GONE when it has exited (nothing
+    to stop); else why it is not the run, in words."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return "no pid recorded for this run"
     if pid == os.getpid():
@@ -756,13 +785,13 @@ def _verify(pid, started_at: float | None, create_time: float | None) -> psutil.
         created = proc.create_time()
         status = proc.status()
     except psutil.NoSuchProcess:
-        return f"process {pid} is gone"
+        return _GONE
     except psutil.AccessDenied:
         return f"process {pid} belongs to another user"
     except psutil.Error as exc:
         return f"process {pid}: {exc}"
     if status == psutil.STATUS_ZOMBIE:
-        return f"process {pid} has already exited"
+        return _GONE
     if create_time is not None:
         if abs(created - create_time) > CREATE_TIME_SLACK_S:
             return f"pid {pid} now belongs to another process (started {_clock(created)})"
@@ -809,20 +838,20 @@ def _ended(proc: psutil.Process) -> bool:
         return True
 
 
-def _send(target: _Target, sig: int) -> str | None:
-    """Send sig; None when sent, else why not."""
+def _send(target: _Target, sig: int) -> tuple[bool, str | None]:
+    """Send sig: (sent, why it could not be). A process that has ended is not signalled."""
     if _ended(target.proc):
-        return None
+        return False, None
     try:
         if target.group is not None:
             os.killpg(target.group, sig)
         else:
             target.proc.send_signal(sig)  # psutil re-checks the pid is the same process
     except (ProcessLookupError, psutil.NoSuchProcess):
-        return None
+        return False, None
     except (PermissionError, psutil.AccessDenied):
-        return f"not allowed to signal {target.label}"
-    return None
+        return False, f"not allowed to signal {target.label}"
+    return True, None
 
 
 def _escalate(
@@ -861,10 +890,11 @@ def _escalate(
         elapsed = now() - t0
         while step < len(plan) and elapsed >= plan[step][2]:
             label, sig, _ = plan[step]
-            problem = _send(target, sig)
+            ok, problem = _send(target, sig)
             if problem:
                 return False, tuple(sent), problem, now() - t0
-            sent.append(label)
+            if ok:
+                sent.append(label)
             step += 1
         if step < len(plan):
             report(plan[step - 1][0].lower(), max(plan[step][2] - elapsed, 0.0))
@@ -906,6 +936,8 @@ def stop_run(
     proc = _verify(pid, started_at, _launched_create_time(run_dir, pid))
     if isinstance(proc, str):
         final = derive_state("running", check_pid(pid, started_at), None, None, now())
+        if proc == _GONE:  # it died without saying so: nothing left to stop
+            return StopResult(True, final)
         return StopResult(False, final, error=f"not stopped: {proc}; nothing was signalled")
     target = _target(proc)
     ok, sent, error, seconds = _escalate(target, settings, on_progress, sleep, now)
@@ -946,6 +978,8 @@ def stop_launch(
     if state.state == "died":
         return StopResult(True, "died", error=None)
     proc = _verify(record.pid, None, record.create_time)
+    if proc == _GONE:
+        return StopResult(True, launch_state(record, now()).state)
     if isinstance(proc, str):
         return StopResult(False, None, error=f"not stopped: {proc}; nothing was signalled")
     target = _target(proc)

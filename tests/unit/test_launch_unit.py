@@ -309,7 +309,8 @@ def test_find_run_dir_matches_the_pid_not_the_name(tmp_path: Path) -> None:
     _status_for(tmp_path / "other", pid=333, started_at=now)
     (tmp_path / "exp3").mkdir()  # no status.json yet
     assert find_run_dir(str(tmp_path), 222, "exp") == str(tmp_path / "exp2")
-    assert find_run_dir(str(tmp_path), 333, "exp") == str(tmp_path / "other")
+    assert find_run_dir(str(tmp_path), 333, "exp") is None  # libreyolo never renames so
+    assert find_run_dir(str(tmp_path), 333, None) == str(tmp_path / "other")  # no name: all
     assert find_run_dir(str(tmp_path), 444, "exp") is None
     # an old run that happens to carry the same pid is not the launch
     assert find_run_dir(str(tmp_path), 111, "exp", started_after=now - 10) is None
@@ -497,6 +498,16 @@ def test_a_launch_that_dies_early_shows_the_console_error(
     _wait(lambda: read_launches(str(project))[0].returncode == 4, what="the exit record")
     again = launch_state(read_launches(str(project))[0], time.time())
     assert again.state == "died" and again.error.startswith("exited with status 4")
+    # a refresh records the death once; later states come from the record alone
+    now = time.time()
+    ((_, refreshed),) = refresh_launches(str(project), now)
+    assert refreshed == launch_state(read_launches(str(project))[0], now)
+    (saved,) = read_launches(str(project))
+    assert saved.died_error == again.error and saved.died_tail == again.tail
+    Path(saved.console_log).unlink()
+    assert launch_state(saved, time.time()).tail == again.tail
+    refresh_launches(str(project), time.time())
+    assert Path(launches_path(str(project))).read_text().count('"kind":"died"') == 1
 
 
 def test_a_live_launch_without_status_json_is_starting(tmp_path: Path, children) -> None:
@@ -556,10 +567,11 @@ def test_stop_refuses_a_pid_whose_start_time_does_not_match(tmp_path: Path, chil
     assert proc.poll() is None  # still running: never signalled
 
 
-def test_stop_refuses_a_gone_pid_and_a_missing_status(tmp_path: Path, dead_pid: int) -> None:
+def test_stop_a_gone_pid_and_a_missing_status(tmp_path: Path, dead_pid: int) -> None:
     run = _status_for(tmp_path / "run", pid=dead_pid, started_at=time.time())
-    result = stop_run(str(run), Settings())
-    assert not result.ok and "is gone" in result.error and result.final_state == "dead"
+    result = stop_run(str(run), Settings(), sleep=lambda s: pytest.fail("must not wait"))
+    assert result.ok and result.final_state == "dead"  # nothing left to stop
+    assert result.signals_sent == () and result.error is None
     result = stop_run(str(tmp_path / "nothing"), Settings())
     assert not result.ok and "no readable status.json" in result.error
 
@@ -802,14 +814,108 @@ def test_preflight_crash_and_hang() -> None:
     assert boom.verdict.endswith("before torch loaded: ImportError: libcudart.so.12: cannot open")
 
 
-def test_gpu_preflight_runs_here() -> None:
-    """The real probe in this environment: no GPU here, so it must say so, not crash."""
-    from rgpu_tui.core.preflight import gpu_preflight
+def test_cli_preflight_here(capsys) -> None:
+    """The real probe in this environment (`rgpu-tui preflight --json`): it must say what
+    it found in one line, not crash; exit 1 unless every GPU ran the matmul."""
+    from rgpu_tui.cli import main
 
-    report = gpu_preflight(timeout=120)
-    assert report.verdict and "\n" not in report.verdict
-    if report.torch_version is None:
-        assert "torch is not installed" in report.verdict
-    elif not report.cuda_available:
-        assert report.verdict.startswith("CUDA is not available")
-        assert not report.ok
+    rc = main(["preflight", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["verdict"] and "\n" not in report["verdict"]
+    assert rc == (0 if report["ok"] else 1)
+    if report["torch_version"] is None:
+        assert "torch is not installed" in report["verdict"]
+    elif not report["cuda_available"]:
+        assert report["verdict"].startswith("CUDA is not available")
+        assert not report["ok"] and report["devices"] == []
+
+
+# -- the commands ----------------------------------------------------------------------------
+
+
+def test_cli_launch_with_a_fake_libreyolo(
+    fake_libreyolo: str, data_yaml: Path, project: Path, monkeypatch, capsys
+) -> None:
+    import rgpu_tui.core.launch as launch_mod
+    from rgpu_tui.cli import main
+
+    monkeypatch.setattr(launch_mod, "libreyolo_executable", lambda: fake_libreyolo)
+    monkeypatch.setenv("FAKE_SLEEP", "0.2")
+    monkeypatch.setenv("HF_TOKEN", "hf_secretsecret123")
+    argv = ["launch", "--project", str(project), "--name", "a b", "--no-doctor", "--json", "--"]
+    rc = main([*argv, f"data={data_yaml}", "epochs=3", "device=cpu", "note=x;y"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert out["state"] == "started" and out["run_dir"] == str(project / "a b")
+    assert out["hf_token_set"] is True
+    assert "hf_secret" not in json.dumps(out)
+    assert "hf_secret" not in Path(launches_path(str(project))).read_text()
+    assert out["launch"]["argv"][2:] == [
+        "model=" + Settings().model,
+        f"data={data_yaml}",
+        "epochs=3",
+        "batch=-1",
+        "imgsz=640",
+        "device=cpu",
+        f"project={project}",
+        "name=a b",
+        "note=x;y",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--", "epochs=3"], "give the dataset: data=/path/to/data.yaml"),
+        (["--", "data=/nonexistent.yaml"], "does not exist"),
+        (["--name", "a", "--", "data=/x", "name=b"], "name is given both"),
+        (["--", "data=/x", "data=/y"], "data is given twice"),
+    ],
+)
+def test_cli_launch_refuses(args, message, capsys) -> None:
+    from rgpu_tui.cli import main
+
+    assert main(["launch", "--no-doctor", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_stop(tmp_path: Path, children, capsys) -> None:
+    from rgpu_tui.cli import main
+
+    proc = _start_child(children, SLEEPER)
+    run = _status_for(tmp_path / "run", pid=proc.pid, started_at=time.time())
+    assert main(["stop", str(run)]) == 0
+    out = capsys.readouterr()
+    assert "SIGINT sent; SIGTERM in 30 s" in out.err
+    assert out.out.startswith("stopped: dead after ") and f"group {proc.pid}" in out.out
+    assert main(["stop", str(run), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["signals_sent"] == []
+    assert main(["stop", str(tmp_path / "nowhere")]) == 2
+
+
+def test_cli_demo_without_libreyolo(tmp_path: Path, monkeypatch, capsys) -> None:
+    import rgpu_tui.core.demo as demo_mod
+    from rgpu_tui.cli import main
+
+    monkeypatch.setattr(demo_mod, "libreyolo_executable", lambda: None)
+    assert main(["demo", "--no-app", "--dir", str(tmp_path)]) == 1
+    assert "pip install 'rgpu-tui[train]'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing made, nothing launched
+
+
+def test_demo_dataset_is_dark_and_deterministic(tmp_path: Path) -> None:
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    from rgpu_tui.core.demo import demo_dataset
+
+    data = Path(demo_dataset(str(tmp_path / "a")))
+    again = Path(demo_dataset(str(tmp_path / "b")))
+    assert "nc: 3" in data.read_text()
+    train = sorted((data.parent / "images" / "train").iterdir())
+    val = sorted((data.parent / "images" / "val").iterdir())
+    assert (len(train), len(val)) == (16, 8)
+    assert Image.open(train[0]).size == (128, 128)
+    corners = [Image.open(p).getpixel((127, 127)) for p in train]
+    assert sum(max(c) <= 50 for c in corners) >= len(corners) // 2  # dark backgrounds
+    assert train[0].read_bytes() == (again.parent / "images" / "train" / train[0].name).read_bytes()

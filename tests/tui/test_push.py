@@ -1,0 +1,111 @@
+"""The app's push flow end to end: `p`, the confirm dialog, the real huggingface_hub client
+against the local Hub server, the push bar, the notice, the header's last push."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+
+import pytest
+from e2e.test_hub_push import TOKENS, WRITE_TOKEN, checkpoint_bytes, make_run, token_nowhere
+from support.hub_server import HubServer
+
+from rgpu_tui.core.config import Settings
+from rgpu_tui.tui.app import RgpuApp
+from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen
+
+from .helpers import rendered, wait_for
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    server = HubServer(str(tmp_path / "hub-storage"))
+    server.add_token(WRITE_TOKEN, "alice", orgs=("team",))
+    server.start()
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.setenv("HF_TOKEN", WRITE_TOKEN)
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def notices(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_p_pushes_best_pt_and_the_header_says_so(tmp_path, hub):
+    run = make_run(tmp_path / "runs")
+    shutil.copy(run / "weights" / "best.pt", run / "weights" / "last.pt")
+    app = RgpuApp(
+        root=str(run.parent), interval=0.2, fake_gpus=1, settings=Settings(hub_repo="alice/ckpts")
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        body = str(app.screen.query_one("#body").render())
+        assert str(run / "weights" / "best.pt") in body
+        assert "0.2 MB, epoch 37, mAP50-95 0.4123" in body
+        assert "alice/ckpts: exp1/best.pt" in body
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("Pushed best.pt" in n for n in notices(app)), 60)
+        data = (run / "weights" / "best.pt").read_bytes()
+        assert hub.file_bytes("alice/ckpts", "exp1/best.pt") == data
+        assert len(hub.commits("alice/ckpts")) == 1
+        await wait_for(pilot, lambda: "pushed best.pt ep37" in rendered(app.run_header), 10)
+        assert not app.push_bar.has_class("-on")
+
+        # the same file again: no new commit
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("no new commit" in n for n in notices(app)), 60)
+        assert len(hub.commits("alice/ckpts")) == 1
+
+        # best.pt rewritten on disk: the header warns until it is pushed again
+        (run / "weights" / "best.pt").write_bytes(checkpoint_bytes(150_000, seed=7))
+        await wait_for(pilot, lambda: "best.pt changed since pushed" in rendered(app.run_header))
+
+        # P: pick last.pt
+        await pilot.press("P")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
+        await pilot.press("down", "enter")  # best.pt, last.pt, artifacts
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "exp1/last.pt" in str(app.screen.query_one("#body").render())
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("Pushed last.pt" in n for n in notices(app)), 60)
+        last = hashlib.sha256((run / "weights" / "last.pt").read_bytes()).digest()
+        assert hashlib.sha256(hub.file_bytes("alice/ckpts", "exp1/last.pt")).digest() == last
+    token_nowhere(run, *notices(app))
+    assert all(t not in rendered(app.run_header) for t in TOKENS)
+
+
+async def test_a_failed_push_is_one_clear_notice(tmp_path, hub, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_NotAValidTokenAtAll0123456789")
+    run = make_run(tmp_path / "runs")
+    app = RgpuApp(
+        root=str(run.parent), interval=0.2, fake_gpus=1, settings=Settings(hub_repo="alice/ckpts")
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("401" in n for n in notices(app)), 60)
+        [message] = [n for n in notices(app) if "401" in n]
+        assert "hf auth login" in message and "\n" not in message
+        assert "hf_NotAValidToken" not in message
+        await wait_for(pilot, lambda: "last push failed" in rendered(app.run_header))
+
+
+async def test_no_repo_set_says_how_to_set_one(tmp_path):
+    run = make_run(tmp_path / "runs")
+    app = RgpuApp(root=str(run.parent), interval=3600, fake_gpus=1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("p")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any("--hub-repo" in n and "RGPU_HUB_REPO" in n for n in notices(app))
