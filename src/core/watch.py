@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 from .discovery import RUN_MARKERS, RunFinder
 from .hub import pushes_path, read_pushes
-from .launch import LaunchRecord, launch_state, launches_path, read_launches
+from .launch import LaunchRecord, launch_state, launches_path, read_launches, record_run_dir
 from .metrics import MetricsReader
 from .snapshot import (
     SERIES_LEN,
@@ -364,6 +364,11 @@ class RunsWatcher:
             if info is None:
                 state = launch_state(record, now)
                 if state.state == "started":
+                    if state.run_dir:
+                        try:  # found once: later refreshes read it from the record
+                            record_run_dir(self.root, record.id, state.run_dir)
+                        except OSError:
+                            pass
                     continue
                 info = RunInfo(
                     run_dir=pseudo,

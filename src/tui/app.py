@@ -213,8 +213,9 @@ class RgpuApp(App[int]):
         self.cost_strip.show(snap.cost)
         if self.idle_banner.show(snap.cost):
             self.bell()  # once, when the idle banner appears
-        if isinstance(self.screen, CostScreen):
-            self.screen.update_cost(snap.cost, snap.generated_at)
+        top = self.screen_stack[-1] if self.screen_stack else None  # empty while closing
+        if isinstance(top, CostScreen):
+            top.update_cost(snap)
         message = self.refresh_error or snap.problem
         self.run_header.show(
             snap.selected_run,
@@ -237,8 +238,7 @@ class RgpuApp(App[int]):
         self.push_screen(HelpScreen())
 
     def action_cost(self) -> None:
-        snap = self.snapshot
-        self.push_screen(CostScreen(snap.cost if snap else None, snap.generated_at if snap else 0))
+        self.push_screen(CostScreen(self.snapshot, self.settings))
 
     # -- pushing to the Hub ------------------------------------------------------
 
@@ -394,7 +394,10 @@ class RgpuApp(App[int]):
         """`s`: SIGINT to the run's process group, SIGTERM and SIGKILL later if needed."""
         snap = self.snapshot
         run = snap.selected_run if snap else None
-        if run is None or run.state not in ("running", "stalled", "starting"):
+        if run is not None and run.state == "starting":
+            self.notify("Still starting: stop it once it shows RUN.", severity="warning")
+            return
+        if run is None or run.state not in ("running", "stalled"):
             self.notify("The selected run is not running.", severity="warning")
             return
         s = self.settings
@@ -439,7 +442,11 @@ class RgpuApp(App[int]):
         r = message.result
         if r.ok:
             sent = ", ".join(r.signals_sent) or "no signal needed"
-            summary = f"{message.name} stopped ({sent}); it reads {r.final_state or '?'}"
+            reads = {
+                "dead": "its status.json still says running: shown as DEAD",
+                "failed": "libreyolo recorded it as failed (interrupted)",
+            }.get(r.final_state or "", f"it reads {r.final_state or '?'}")
+            summary = f"{message.name} stopped ({sent}); {reads}"
             self.notify(summary, title="stopped", timeout=10)
         else:
             summary = f"{message.name} not stopped: {r.error}"

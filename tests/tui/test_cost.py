@@ -39,7 +39,7 @@ async def test_no_price_says_how_to_set_one(runs_root):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         text = rendered(app.query_one(CostStrip))
-        assert text.startswith("No price set: --price-per-hour")
+        assert text.startswith("No price set: pass --price-per-hour")
         assert "RGPU_PRICE_PER_HOUR" in text and "spent" not in text  # no invented money
 
 
@@ -57,9 +57,11 @@ async def test_c_opens_the_full_view_with_stop_or_destroy(runs_root):
         await pilot.pause()
         assert isinstance(app.screen, CostScreen)
         details = str(app.screen.query_one("#body").render())
-        assert "$0.0694/h" in details and "98.0% less than running" in details
-        assert "Coming back within 14.4 h: stop" in details
-        assert "Run projected total" in details
+        # the same text as `rgpu-tui cost`, for the selected run too
+        assert "$0.0694/h" in details and "98.0% while stopped" in details
+        assert "back within 14.4 h, stop; longer, destroy" in details
+        assert "run live_exp" in details and "in all" in details
+        assert "idle seen" in details
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, CostScreen)

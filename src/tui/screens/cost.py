@@ -1,78 +1,31 @@
-"""`c`: everything about money, and whether to stop or destroy the machine."""
+"""`c`: everything about money, and whether to stop or destroy the machine.
+
+The text is core's `cost_to_text`, the same as `rgpu-tui cost` prints, plus the
+idle time this app has seen."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
 
-from ...core.snapshot import CostView, fmt_duration, fmt_money, fmt_rate, iso
-from ..widgets.cost import NO_PRICE
+from ...core.cost import cost_to_text, disk_gb_for
+from ...core.snapshot import Snapshot, fmt_duration, fmt_money
 from .dialogs import ReportScreen
 
 
-def _hours(h: float | None) -> str:
-    return "?" if h is None else f"{h:.1f} h"
-
-
-def cost_details(c: CostView | None, now: float) -> Text:
-    out = Text()
-    if c is None:
-        out.append("No cost figures yet.")
-        return out
-    if not c.configured:
-        out.append(NO_PRICE + "\n\n", style="bold")
-    rows = [
-        ("Rate (running)", fmt_rate(c.price_per_hour) if c.configured else "?"),
-        (
-            "Billing since",
-            (
-                f"{iso(c.billing_started_at)} ({c.billing_started_source or 'settings'})"
-                if c.billing_started_at is not None
-                else "?"
-            ),
-        ),
-        ("Billed", _hours(c.billed_hours)),
-        ("Spent", fmt_money(c.spent)),
-        ("This run so far", fmt_money(c.run_spent)),
-        ("Per epoch", fmt_money(c.per_epoch)),
-        ("To finish", fmt_money(c.to_finish)),
-        ("Run projected total", fmt_money(c.projected_total)),
-        (
-            "Idle (seen)",
-            f"{fmt_duration(c.idle_seconds)} = {fmt_money(c.idle_spent)}"
-            if c.idle_seconds is not None
-            else "?",
-        ),
-    ]
-    if c.balance_left is not None:
-        runs_out = (
-            f"{iso(c.balance_runs_out_at)} (in {fmt_duration(c.balance_runs_out_at - now)})"
-            if c.balance_runs_out_at is not None
-            else "?"
+def cost_details(snap: Snapshot | None, settings) -> Text:
+    if snap is None or snap.cost is None:
+        return Text("No cost figures yet.")
+    c = snap.cost
+    text = cost_to_text(
+        c, settings, snap.generated_at, disk_gb_for(settings, snap.system), snap.selected_run
+    )
+    out = Text(text)
+    if c.configured and c.idle_seconds is not None:
+        out.append(
+            f"\nidle seen     {fmt_duration(c.idle_seconds)} = {fmt_money(c.idle_spent)}"
+            " (no running run, every GPU under 5%)"
         )
-        rows += [("Balance left", fmt_money(c.balance_left)), ("Balance runs out", runs_out)]
-    for label, value in rows:
-        out.append(f"{label:<20}", style="bold")
-        out.append(f"{value}\n")
-    out.append("\nStop or destroy?\n", style="bold underline")
-    if c.stopped_per_hour is None:
-        out.append("Set disk_gb (default: the runs disk) and storage_price_gb_month to compare.\n")
-    else:
-        saving = (
-            f" ({c.stop_saving_percent:.1f}% less than running)"
-            if c.stop_saving_percent is not None
-            else ""
-        )
-        out.append(f"Stopped, the disk alone costs {fmt_rate(c.stopped_per_hour)}{saving}.\n")
-        if c.break_even_hours is not None:
-            out.append(
-                f"Coming back within {c.break_even_hours:.1f} h: stop. "
-                f"A longer break: destroy and rebuild.\n"
-            )
-        else:
-            out.append("Set rebuild_cost to know when destroying pays.\n")
-    for w in c.warnings:
-        out.append(f"\n! {w}", style="bold red")
     return out
 
 
@@ -81,12 +34,20 @@ class CostScreen(ReportScreen):
 
     BINDINGS = [Binding("c", "dismiss", "Close")]
 
-    def __init__(self, cost: CostView | None, now: float) -> None:
-        super().__init__("cost", cost_details(cost, now))
-        self._cost, self._now = cost, now
+    def __init__(self, snap: Snapshot | None, settings) -> None:
+        self._settings = settings
+        self._key = self._key_of(snap)
+        super().__init__("cost", cost_details(snap, settings))
 
-    def update_cost(self, cost: CostView | None, now: float) -> None:
-        if (cost, int(now)) == (self._cost, int(self._now)):
+    @staticmethod
+    def _key_of(snap: Snapshot | None) -> tuple:
+        if snap is None:
+            return (None,)
+        return (snap.cost, snap.selected_run, int(snap.generated_at))
+
+    def update_cost(self, snap: Snapshot) -> None:
+        key = self._key_of(snap)
+        if key == self._key:
             return
-        self._cost, self._now = cost, now
-        self.show(cost_details(cost, now))
+        self._key = key
+        self.show(cost_details(snap, self._settings))

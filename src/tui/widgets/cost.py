@@ -5,12 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from ...core.cost import no_price_text
 from ...core.snapshot import CostView, fmt_money, fmt_rate
-
-NO_PRICE = (
-    "No price set: --price-per-hour 3.48, RGPU_PRICE_PER_HOUR, or price_per_hour in "
-    "~/.config/rgpu-tui/config.toml"
-)
 
 
 def strip_text(c: CostView | None) -> Text:
@@ -18,7 +14,7 @@ def strip_text(c: CostView | None) -> Text:
     if c is None:
         return line
     if not c.configured:
-        line.append(NO_PRICE, style="italic")
+        line.append(no_price_text(), style="italic")
         return line
     line.append(fmt_rate(c.price_per_hour), style="bold")
     line.append(f"  spent {fmt_money(c.spent)}")
