@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from .records import append_json_line, read_json_lines
 from .staging import Staged, StagingError, stage
 from .tail import redact
 
@@ -147,35 +148,13 @@ def pushes_path(run_dir: str) -> str:
 
 
 def append_push_record(run_dir: str, record: dict) -> None:
-    """Append one JSON line with a single write on an O_APPEND descriptor."""
-    os.makedirs(rgpu_dir(run_dir), mode=0o700, exist_ok=True)
-    line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(pushes_path(run_dir), flags, 0o600)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    """One complete JSON line (see core.records)."""
+    append_json_line(pushes_path(run_dir), record)
 
 
 def read_pushes(run_dir: str) -> list[dict]:
     """Every complete record, oldest first; a torn or malformed line is skipped."""
-    try:
-        with open(pushes_path(run_dir), "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return []
-    records = []
-    for raw in data.split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
+    return read_json_lines(pushes_path(run_dir))
 
 
 def last_push(run_dir: str, file: str | None = None, *, ok_only: bool = False) -> dict | None:

@@ -44,6 +44,7 @@ from datetime import datetime, timezone
 
 import psutil
 
+from .records import append_json_line, read_json_lines
 from .status import PID_REUSE_SLACK_S, check_pid, derive_state, parse_time
 
 RGPU_DIR = ".rgpu"
@@ -321,16 +322,8 @@ def launches_path(project: str) -> str:
 
 
 def append_line(path: str, obj: dict) -> None:
-    """One complete JSON line, one os.write on O_APPEND (never interleaved mid-line)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        written = os.write(fd, data)
-        if written != len(data):  # a full disk: leave a torn line readers skip
-            raise OSError(f"short write to {path} ({written} of {len(data)} bytes)")
-    finally:
-        os.close(fd)
+    """One complete JSON line (see core.records)."""
+    append_json_line(path, obj, mode=0o644)
 
 
 def record_run_dir(project: str, launch_id: str, run_dir: str) -> None:
@@ -339,24 +332,10 @@ def record_run_dir(project: str, launch_id: str, run_dir: str) -> None:
 
 def read_launches(project: str) -> list[LaunchRecord]:
     """The launches recorded under `project`, oldest first; torn or bad lines are skipped."""
-    path = launches_path(project)
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_RECORDS_BYTES:
-                f.seek(size - MAX_RECORDS_BYTES)
-                f.readline()  # a partial first line
-            raw = f.read()
-    except OSError:
-        return []
     launches: dict[str, dict] = {}
     updates: list[dict] = []
-    for line in raw.splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str):
+    for obj in read_json_lines(launches_path(project), MAX_RECORDS_BYTES):
+        if not isinstance(obj.get("id"), str):
             continue
         if obj.get("kind") == "launch":
             launches[obj["id"]] = obj

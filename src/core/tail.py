@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass
 
 CHUNK = 64 * 1024
+HEAD_BYTES = 64
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -60,6 +61,9 @@ class IncrementalFile:
         self.burst_max = burst_max
         self._ino: tuple[int, int] | None = None
         self._offset = 0
+        # the file's first bytes: a file truncated or recreated (a new file can get the
+        # freed inode back) and grown past the old offset between two reads still differs
+        self._head = b""
         self.bytes_read = 0  # total, for tests and benchmarks
 
     @property
@@ -77,10 +81,12 @@ class IncrementalFile:
             ident = (st.st_dev, st.st_ino)
             reset = False
             skipped = False
-            if ident != self._ino or st.st_size < self._offset:
+            rewritten = bool(self._head) and os.pread(fd, len(self._head), 0) != self._head
+            if ident != self._ino or st.st_size < self._offset or rewritten:
                 reset = self._ino is not None
                 self._ino = ident
                 self._offset = 0
+                self._head = b""
                 limit_behind = self.first_read_max
             else:
                 limit_behind = self.burst_max
@@ -91,6 +97,8 @@ class IncrementalFile:
                 skipped_bytes = st.st_size - keep - self._offset
                 self._offset = st.st_size - keep
                 skipped = True
+            if len(self._head) < HEAD_BYTES and st.st_size > len(self._head):
+                self._head = os.pread(fd, HEAD_BYTES, 0)
             want = st.st_size - self._offset
             if limit is not None:
                 want = min(want, limit)

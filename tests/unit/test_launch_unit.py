@@ -507,7 +507,7 @@ def test_a_launch_that_dies_early_shows_the_console_error(
     Path(saved.console_log).unlink()
     assert launch_state(saved, time.time()).tail == again.tail
     refresh_launches(str(project), time.time())
-    assert Path(launches_path(str(project))).read_text().count('"kind":"died"') == 1
+    assert Path(launches_path(str(project))).read_text().count('"kind": "died"') == 1
 
 
 def test_a_live_launch_without_status_json_is_starting(tmp_path: Path, children) -> None:

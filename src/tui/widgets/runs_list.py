@@ -42,7 +42,8 @@ class RunsList(OptionList):
             highlighted = self._shown[self.highlighted][0]
         self._shown = lines
         self.set_options(Option(text, id=run_dir) for run_dir, text in lines)
-        target = highlighted or selected
+        # keep the highlighted run if it still exists, else follow the selected one
+        target = highlighted if any(d == highlighted for d, _ in lines) else selected
         if target is not None:
             for i, (run_dir, _) in enumerate(lines):
                 if run_dir == target:

@@ -1,0 +1,65 @@
+"""Append-only JSON-lines records (pushes.jsonl, launches.jsonl).
+
+A record is one complete line. It is written with O_APPEND, in a loop until
+every byte is down; if the file's last byte is not a newline (an earlier writer
+died or the disk filled mid-line), the new record starts on a fresh line so it
+cannot be glued to the torn one; if the write fails (ENOSPC), what this call
+wrote is cut off again and the error is raised. Readers skip torn lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def append_json_line(path: str, obj: dict, mode: int = 0o600) -> None:
+    os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+    line = (json.dumps(obj, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, mode)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            line = b"\n" + line
+        try:
+            view = memoryview(line)
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:
+                    raise OSError(f"short write to {path}")
+                view = view[written:]
+        except OSError:
+            try:
+                os.ftruncate(fd, size)  # leave the file as it was
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(fd)
+
+
+def read_json_lines(path: str, max_bytes: int | None = None) -> list[dict]:
+    """Every complete JSON-object line, oldest first; torn or malformed lines skipped.
+    With max_bytes, only the newest max_bytes of the file are read."""
+    try:
+        with open(path, "rb") as handle:
+            if max_bytes is not None:
+                size = os.fstat(handle.fileno()).st_size
+                if size > max_bytes:
+                    handle.seek(size - max_bytes)
+                    handle.readline()  # a partial first line
+            data = handle.read()
+    except OSError:
+        return []
+    out = []
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
