@@ -57,6 +57,7 @@ class Tmux:
         self.session = session
         self.socket = f"rgpu-e2e-{os.getpid()}-{secrets.token_hex(4)}"
         self.rc_file: Path | None = None
+        self.socket_path: str | None = None
         self._started = False
         path = os.environ.get("PATH") or os.defpath
         self._base_env = {
@@ -120,6 +121,7 @@ class Tmux:
             "--",
             *argv,
         )
+        self.socket_path = self.tmux("display-message", "-p", "#{socket_path}").strip() or None
 
     def start_app(
         self,
@@ -145,6 +147,17 @@ class Tmux:
         """The visible screen as plain text, one line per row."""
         return self.tmux("capture-pane", "-p", "-t", self.session)
 
+    def cursor(self) -> tuple[int, int]:
+        """Where the program left the terminal's cursor (x, y), 0-based: a Textual app puts
+        it in the focused Input, so it tells which field has the focus."""
+        out = self.tmux("display-message", "-p", "-t", self.session, "#{cursor_x} #{cursor_y}")
+        x, y = out.split()
+        return int(x), int(y)
+
+    def pane_pid(self) -> int:
+        """The pid of the pane's program (the exit-status wrapper under start_app)."""
+        return int(self.tmux("display-message", "-p", "-t", self.session, "#{pane_pid}"))
+
     def pane_dead(self) -> bool:
         out = self.tmux("display-message", "-p", "-t", self.session, "#{pane_dead}", check=False)
         return out.strip() == "1"
@@ -160,13 +173,18 @@ class Tmux:
         return proc.returncode == 0
 
     def kill(self) -> None:
-        """kill-server; idempotent, never raises."""
+        """kill-server, and remove the socket file it leaves; idempotent, never raises."""
         if not self._started:
             return
         try:
             self.tmux("kill-server", check=False)
         except (OSError, subprocess.TimeoutExpired):
             pass
+        if self.socket_path and os.path.basename(self.socket_path) == self.socket:
+            try:
+                os.unlink(self.socket_path)
+            except OSError:
+                pass
 
     def __enter__(self) -> Tmux:
         return self
@@ -212,6 +230,8 @@ class Tmux:
                 return screen
             if self.rc_file is not None and self.exit_code() is not None:
                 self.fail(f"the program exited ({self.exit_code()}) before {what}", screen, details)
+            if self.pane_dead():
+                self.fail(f"the pane's program ended before {what}", screen, details)
             if time.monotonic() >= deadline:
                 self.fail(f"timed out after {timeout:.0f} s waiting for {what}", screen, details)
             time.sleep(POLL_S)
@@ -223,19 +243,17 @@ class Tmux:
             rc = self.exit_code()
             if rc is not None:
                 return rc
+            if self.pane_dead():  # the wrapper itself failed
+                self.fail("the pane's program ended without an exit status", self.capture())
             if time.monotonic() >= deadline:
                 self.fail(f"the program did not exit within {timeout:.0f} s", self.capture())
             time.sleep(POLL_S)
 
-    def fail(
-        self, message: str, screen: str, details: Callable[[], str] | None = None
-    ) -> None:
+    def fail(self, message: str, screen: str, details: Callable[[], str] | None = None) -> None:
         extra = ""
         if details is not None:
             try:
                 extra = "\n" + details()
             except Exception as exc:  # diagnostics must not hide the failure
                 extra = f"\n<details failed: {exc!r}>"
-        raise TmuxError(
-            f"{message}\n--- screen ({self.width}x{self.height}) ---\n{screen}{extra}"
-        )
+        raise TmuxError(f"{message}\n--- screen ({self.width}x{self.height}) ---\n{screen}{extra}")

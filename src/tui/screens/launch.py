@@ -52,10 +52,9 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
     LaunchScreen Horizontal { height: 1; }
     LaunchScreen Label { width: 30; }
     LaunchScreen Input { width: 1fr; height: 1; border: none; padding: 0; }
-    LaunchScreen Input:focus { background: $boost; }
+    LaunchScreen Input:focus { background: $boost; border: none; }
     LaunchScreen Checkbox { height: 1; border: none; padding: 0; }
-    LaunchScreen #command { margin-top: 1; }
-    LaunchScreen #status { margin-top: 1; }
+    LaunchScreen #status { color: $warning; }
     """
 
     def __init__(self, defaults: dict[str, str], settings, gpu_count: int | None) -> None:
@@ -75,11 +74,12 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
                     yield Label(label)
                     yield Input(value=self._defaults.get(key, ""), id=f"f-{key}")
             yield Checkbox("check the dataset first (libreyolo doctor)", True, id="doctor")
+            # what went wrong comes first: on a 24-row terminal the form's end can be cut
+            yield Static("", id="status")
+            yield Static("", id="command")
             hf = hf_status()
             token = "set" if hf.token_set else "not set (pushes and Hub models need it)"
             yield Static(f"HF_TOKEN {token}; HF_HOME {hf.home}", id="hf")
-            yield Static("", id="command")
-            yield Static("", id="status")
 
     def on_mount(self) -> None:
         self.query_one("#f-data", Input).focus()
