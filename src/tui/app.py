@@ -207,7 +207,9 @@ class RgpuApp(App[int]):
         if self.selected not in {r.run_dir for r in snap.runs}:
             self.selected = sel_dir
         runs = self.runs_list
-        runs.border_title = f"runs ({len(snap.runs)})"
+        title = f"runs ({len(snap.runs)})"
+        if runs.border_title != title:  # setting it repaints the whole list
+            runs.border_title = title
         runs.show_runs(snap.runs, sel_dir)
         self.gpu_pane.show(snap.gpus, snap.system, snap.runs, snap.generated_at)
         self.cost_strip.show(snap.cost)

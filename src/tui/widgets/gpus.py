@@ -62,6 +62,20 @@ def system_parts(s: SystemView | None) -> list[str]:
     return parts
 
 
+def bucket_means(values, n: int) -> list[float | None]:
+    """The whole history (10 minutes) in `n` columns: the mean of each slice."""
+    values = list(values)
+    if len(values) <= n:
+        return values
+    out: list[float | None] = []
+    for i in range(n):
+        part = [
+            v for v in values[i * len(values) // n : (i + 1) * len(values) // n] if v is not None
+        ]
+        out.append(sum(part) / len(part) if part else None)
+    return out
+
+
 def gpu_row(d: GpuDevice, names: dict[str, str], width: int, name_w: int) -> Text:
     row = Text(no_wrap=True, overflow="ellipsis")
     name = short_gpu_name(d.name)[:name_w]
@@ -82,7 +96,10 @@ def gpu_row(d: GpuDevice, names: dict[str, str], width: int, name_w: int) -> Tex
     row.append(_num(d.power_w, ".0f", 5, "W"))
     if width >= WIDE and d.util_history:
         row.append("  ")
-        row.append(sparkline(d.util_history, 24, lo=0.0, hi=100.0).ljust(24), style="cyan")
+        row.append(
+            sparkline(bucket_means(d.util_history, 24), 24, lo=0.0, hi=100.0).ljust(24),
+            style="cyan",
+        )
     owners = []
     for p in d.processes:
         if p.kind == "run" and p.run_dir:
@@ -119,6 +136,7 @@ class GpuPane(Widget):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._key: tuple | None = None
+        self._shown: tuple = ()
         self._gpus: GpuView | None = None
         self._system: SystemView | None = None
         self._names: dict[str, str] = {}
@@ -140,8 +158,15 @@ class GpuPane(Widget):
             return
         self._key = key
         self._gpus, self._system, self._names, self._now = gpus, system, names, now
-        self.styles.height = len(self._lines())
-        self.refresh(layout=True)
+        lines = self._lines()
+        shown = tuple((line.plain, tuple(line.spans)) for line in lines)
+        if shown == self._shown:
+            return  # the data moved but what is on screen did not: no repaint
+        height_changed = len(shown) != len(self._shown)
+        self._shown = shown
+        if height_changed:
+            self.styles.height = len(lines)
+        self.refresh(layout=height_changed)
 
     def _lines(self) -> list[Text]:
         width = max((self.content_region.width or 78), 40)

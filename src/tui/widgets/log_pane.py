@@ -23,6 +23,19 @@ def compact(line: str) -> str:
     return f"{m.group(1)} {level}{line[m.end() :]}"
 
 
+def appended(old: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The lines `new` adds after `old`, when `new` continues `old` (its last three lines
+    found in `new` in order); None when it does not (truncated, replaced, a partial last
+    line that changed), and the pane is rewritten."""
+    if not old or not new:
+        return None
+    tail = old[-3:]
+    for end in range(len(new), len(tail) - 1, -1):
+        if new[end - len(tail) : end] == tail:
+            return new[end:] if end < len(new) else ()
+    return None
+
+
 class LogPane(Log):
     """Rewritten only when the log view changed (new lines, another run)."""
 
@@ -38,15 +51,25 @@ class LogPane(Log):
     def show(self, view: LogView | None) -> None:
         if view is self._view or view == self._view:
             return
-        switched = self._view is None or view is None or view.path != self._view.path
+        old = self._view
+        switched = old is None or view is None or view.path != old.path
         # follow the newest line unless the user scrolled up since we last scrolled down
         follow = switched or self.scroll_offset.y >= self._auto_y
         self._view = view
-        self.clear()
-        if view is None:
-            self.border_title = "log"
+        new = appended(old.lines, view.lines) if not switched and view.lines else None
+        if new is not None:
+            # the common case, the same log grew: write only the new lines (one repaint)
+            at_end = self.scroll_offset.y >= self._auto_y
+            self.write_lines([compact(line) for line in new], scroll_end=False)
+            if at_end:
+                self._to_end()
             return
-        self.border_title = f"log  {os.path.basename(view.path)}"
+        self.clear()
+        title = "log" if view is None else f"log  {os.path.basename(view.path)}"
+        if self.border_title != title:
+            self.border_title = title
+        if view is None:
+            return
         lines = [compact(line) for line in view.lines[-SHOWN_LINES:]]
         if not lines and view.problem:
             lines = [view.problem]

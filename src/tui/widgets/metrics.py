@@ -83,11 +83,11 @@ class MetricsPane(Widget):
         if view is self._view or view == self._view:
             return
         self._view = view
-        self.refresh(layout=True)
+        self.refresh()  # fixed height: no layout pass
 
     def next_page(self) -> None:
         self.page += 1
-        self.refresh(layout=True)
+        self.refresh()
 
     def _current_page(self) -> list[str]:
         if self._view is None:
@@ -105,7 +105,9 @@ class MetricsPane(Widget):
             return Text("No run selected.", style="italic")
         names = self._current_page()
         pages = len(self._pages)
-        self.border_title = f"metrics {self.page + 1}/{pages} (m: next)" if pages > 1 else "metrics"
+        title = f"metrics {self.page + 1}/{pages} (m: next)" if pages > 1 else "metrics"
+        if self.border_title != title:  # setting it repaints the pane
+            self.border_title = title
         if not names:
             msg = view.problem or "no numeric metrics yet"
             return Text(f"{msg} (metrics.jsonl gets a line after each epoch)", style="italic")

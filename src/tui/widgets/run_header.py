@@ -51,6 +51,7 @@ class RunHeader(Widget):
         self._message: str | None = None
         self._pushes: PushInfo | None = None
         self._key: tuple | None = None
+        self._note: tuple | None = None
 
     def show(
         self,
@@ -71,7 +72,10 @@ class RunHeader(Widget):
             return
         self._key = key
         self._run, self._now, self._message, self._pushes = run, now, message, pushes
-        self.refresh(layout=True)  # the error line can change the height
+        # a layout pass only when the note line (which may wrap) appears, goes or changes
+        note = (run.error, run.problem, message) if run else (message,)
+        self.refresh(layout=note != self._note)
+        self._note = note
 
     def render(self) -> RenderableType:
         width = self.size.width or 80
