@@ -54,12 +54,12 @@ class LogPane(Log):
         old = self._view
         switched = old is None or view is None or view.path != old.path
         # follow the newest line unless the user scrolled up since we last scrolled down
-        follow = switched or self.scroll_offset.y >= self._auto_y
+        follow = switched or self._following()
         self._view = view
         new = appended(old.lines, view.lines) if not switched and view.lines else None
         if new is not None:
             # the common case, the same log grew: write only the new lines (one repaint)
-            at_end = self.scroll_offset.y >= self._auto_y
+            at_end = self._following()
             self.write_lines([compact(line) for line in new], scroll_end=False)
             if at_end:
                 self._to_end()
@@ -84,6 +84,11 @@ class LogPane(Log):
         self.scroll_end(animate=False, immediate=True, x_axis=False)
         self._auto_y = self.scroll_offset.y
 
+    def _following(self) -> bool:
+        """At the end, or where our last scroll-down left it (a height change since can
+        clamp the offset below that): the user has not scrolled up to read."""
+        return self.is_vertical_scroll_end or self.scroll_offset.y >= self._auto_y
+
     def on_resize(self) -> None:
-        if self.scroll_offset.y >= self._auto_y:
+        if self._following():
             self.call_after_refresh(self._to_end)

@@ -23,17 +23,18 @@ def text_bar(fraction: float, width: int) -> str:
 
 def push_text(p: PushInfo | None, now: float) -> Text:
     """'pushed best.pt ep37 4m ago', and a warning when best.pt changed since."""
-    out = Text()
-    if p is None:
-        return out
-    if p.last_ok_file is not None and p.last_ok_at is not None:
+    parts: list[tuple[str, str]] = []
+    if p is not None and p.last_ok_file is not None and p.last_ok_at is not None:
         ep = f" ep{p.last_ok_epoch}" if p.last_ok_epoch is not None else ""
         ago = fmt_duration(max(now - p.last_ok_at, 0))
-        out.append(f"   pushed {p.last_ok_file}{ep} {ago} ago", style="green")
-    if p.last_outcome == "error":
-        out.append("   last push failed (see notices)", style="bold red")
-    if p.best_changed:
-        out.append("   best.pt changed since pushed (p)", style="bold yellow")
+        parts.append((f"pushed {p.last_ok_file}{ep} {ago} ago", "green"))
+    if p is not None and p.last_outcome == "error":
+        parts.append(("last push failed (see notices)", "bold red"))
+    if p is not None and p.best_changed:
+        parts.append(("best.pt changed since pushed (p)", "bold yellow"))
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for i, (text, style) in enumerate(parts):
+        out.append(("   " if i else "") + text, style=style)
     return out
 
 
@@ -73,7 +74,10 @@ class RunHeader(Widget):
         self._key = key
         self._run, self._now, self._message, self._pushes = run, now, message, pushes
         # a layout pass only when the note line (which may wrap) appears, goes or changes
-        note = (run.error, run.problem, message) if run else (message,)
+        note = (
+            (run.error, run.problem, message) if run else (message,),
+            bool(push_text(pushes, now).plain),  # the push line comes and goes
+        )
         self.refresh(layout=note != self._note)
         self._note = note
 
@@ -103,7 +107,10 @@ class RunHeader(Widget):
         updated = parse_time(r.updated_at)
         if updated is not None:
             out.append(f"   updated {fmt_duration(self._now - updated)} ago", style="dim")
-        out.append(push_text(self._pushes, self._now))
+        pushed = push_text(self._pushes, self._now)
+        if pushed.plain:  # its own line: at 80 columns it would be cut off after "updated"
+            out.append("\n")
+            out.append_text(pushed)
         note, style = None, "yellow"
         if r.error:
             note, style = r.error, ("bold yellow" if r.state == "stalled" else "bold red")
