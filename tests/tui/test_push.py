@@ -7,7 +7,7 @@ import hashlib
 import shutil
 
 import pytest
-from e2e.test_hub_push import TOKENS, WRITE_TOKEN, checkpoint_bytes, make_run, token_nowhere
+from e2e.test_hub_push import HF, TOKENS, WRITE_TOKEN, checkpoint_bytes, make_run, token_nowhere
 from support.hub_server import HubServer
 
 from rgpu_tui.core.config import Settings
@@ -83,7 +83,7 @@ async def test_p_pushes_best_pt_and_the_header_says_so(tmp_path, hub):
 
 
 async def test_a_failed_push_is_one_clear_notice(tmp_path, hub, monkeypatch):
-    monkeypatch.setenv("HF_TOKEN", "hf_NotAValidTokenAtAll0123456789")
+    monkeypatch.setenv("HF_TOKEN", HF + "NotAValidTokenAtAll0123456789")
     run = make_run(tmp_path / "runs")
     app = RgpuApp(
         root=str(run.parent), interval=0.2, fake_gpus=1, settings=Settings(hub_repo="alice/ckpts")
@@ -96,7 +96,7 @@ async def test_a_failed_push_is_one_clear_notice(tmp_path, hub, monkeypatch):
         await wait_for(pilot, lambda: any("401" in n for n in notices(app)), 60)
         [message] = [n for n in notices(app) if "401" in n]
         assert "hf auth login" in message and "\n" not in message
-        assert "hf_NotAValidToken" not in message
+        assert HF + "NotAValidToken" not in message
         await wait_for(pilot, lambda: "last push failed" in rendered(app.run_header))
 
 
