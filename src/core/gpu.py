@@ -39,6 +39,7 @@ from itertools import islice
 import psutil
 
 from .snapshot import GpuDevice, GpuProcess, GpuView, RunInfo
+from .values import num as _num
 
 INIT_RETRY_S = 60.0  # NVML start (and a lost device) is tried at most this often
 IDLE_UTIL = 5.0  # every GPU under this and no run running: idle
@@ -91,13 +92,6 @@ def _text(value) -> str | None:
         return None
     value = str(value).strip()
     return value or None
-
-
-def _num(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
 
 
 def _pct(value) -> str:

@@ -44,6 +44,8 @@ from datetime import datetime, timezone
 from .records import append_json_line, read_json_lines
 from .staging import Staged, StagingError, stage
 from .tail import redact
+from .values import int_or_none as _int
+from .values import num as _num
 
 ARTIFACTS = ("status.json", "metrics.jsonl", "results.csv", "summary.json", "train_config.yaml")
 ARTIFACTS_REQUEST = "artifacts"  # PushRequest.file for "the small artifacts only"
@@ -203,18 +205,6 @@ def _metric_short(name) -> str | None:
     if not isinstance(name, str) or not name:
         return None
     return name.rsplit("/", 1)[-1]
-
-
-def _num(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if value == value and value not in (float("inf"), float("-inf")) else None
-
-
-def _int(value) -> int | None:
-    v = _num(value)
-    return int(v) if v is not None else None
 
 
 def _metrics_rows(run_dir: str) -> Iterable[dict]:

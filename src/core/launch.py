@@ -46,6 +46,7 @@ import psutil
 
 from .records import append_json_line, read_json_lines
 from .status import PID_REUSE_SLACK_S, check_pid, derive_state, parse_time
+from .values import num as _float_or_none
 
 RGPU_DIR = ".rgpu"
 LAUNCHES_NAME = "launches.jsonl"
@@ -393,12 +394,6 @@ def _record_from(obj: dict) -> LaunchRecord | None:
 
 def _strings(value) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, list) else ()
-
-
-def _float_or_none(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
 
 
 # -- launching --------------------------------------------------------------------

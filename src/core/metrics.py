@@ -22,6 +22,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from .tail import IncrementalFile, LineSplitter
+from .values import num as _number
 
 MAX_METRICS_LINE = 1024 * 1024  # a real row is ~1.5 KB; longer lines are malformed
 READ_BATCH = 4 * 1024 * 1024
@@ -47,15 +48,6 @@ class ColumnStats:
     max: float | None
     best: float | None
     best_epoch: int | None
-
-
-def _number(value):
-    """A float for numbers (bools excluded), None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    return None
 
 
 def _coerce_csv(value: str):

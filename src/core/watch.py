@@ -27,22 +27,13 @@ from .snapshot import (
 )
 from .status import StatusReader, check_pid, derive_state, parse_time, stall_limit
 from .tail import LogTail
+from .values import int_or_none as _int
+from .values import num as _num
 
 LOG_NAME = "train.log"
 ACTIVITY_FILES = RUN_MARKERS + (LOG_NAME,)
 LOG_TAILS_KEPT = 4
 DIED_LAUNCH_SHOWN_S = 6 * 3600.0  # a launch that died before status.json, shown this long
-
-
-def _num(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _int(value) -> int | None:
-    n = _num(value)
-    return int(n) if n is not None else None
 
 
 class RunWatcher:
