@@ -35,6 +35,7 @@ from ..core.hub import (
 from ..core.launch import LaunchRecord, stop_run
 from ..core.preflight import gpu_preflight, preflight_to_text
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
+from . import partial
 from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
 from .screens.cost import CostScreen
 from .screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
@@ -42,7 +43,7 @@ from .screens.help import HelpScreen
 from .screens.launch import LaunchScreen, launch_defaults
 from .widgets.cost import CostStrip, IdleBanner
 from .widgets.gpus import GpuPane
-from .widgets.log_pane import LogPane
+from .widgets.log_pane import LogPane, LogTitle
 from .widgets.metrics import MetricsPane
 from .widgets.push_bar import PushBar
 from .widgets.run_header import RunHeader
@@ -78,6 +79,7 @@ class RgpuApp(App[int]):
         settings: Settings | None = None,
     ) -> None:
         super().__init__()
+        partial.install()  # partial updates start where the change starts
         self.root_arg = root
         self.interval = interval
         self.clock = clock
@@ -117,7 +119,8 @@ class RgpuApp(App[int]):
         self.runs_list.border_title = "runs"
         self.run_header = RunHeader(id="header")
         self.metrics_pane = MetricsPane(id="metrics")
-        self.log_pane = LogPane(id="log")
+        self.log_title = LogTitle(id="log-title")
+        self.log_pane = LogPane(self.log_title, id="log")
         yield self.idle_banner
         yield self.gpu_pane
         yield self.cost_strip
@@ -127,6 +130,7 @@ class RgpuApp(App[int]):
             with Vertical(id="main"):
                 yield self.run_header
                 yield self.metrics_pane
+                yield self.log_title
                 yield self.log_pane
         yield Footer()
 

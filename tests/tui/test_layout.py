@@ -37,7 +37,7 @@ async def test_every_pane_visible_and_no_row_cut(runs_root, gpus, size):
             assert not ra.overlaps(rb), f"{a} {ra} overlaps {b} {rb}"
 
         pane = app.query_one(GpuPane)
-        lines = pane._lines()
+        lines = pane.build_rows(pane.size.width)
         assert pane.region.height == len(lines)  # every GPU row is on screen
         assert len(lines) >= 1 + gpus
         width = pane.content_region.width

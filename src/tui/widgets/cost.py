@@ -7,6 +7,7 @@ from textual.widget import Widget
 
 from ...core.cost import no_price_text
 from ...core.snapshot import CostView, fmt_money, fmt_rate
+from .lines import LinePane
 
 
 def strip_text(c: CostView | None) -> Text:
@@ -43,7 +44,9 @@ def idle_banner_text(c: CostView) -> str:
     return f"Idle {minutes} min — {money}. Push checkpoints, then stop or destroy."
 
 
-class CostStrip(Widget):
+class CostStrip(LinePane):
+    """One row; money moves a cent at a time, so usually only a few cells repaint."""
+
     DEFAULT_CSS = """
     CostStrip { height: 1; padding: 0 1; }
     """
@@ -56,10 +59,10 @@ class CostStrip(Widget):
         if cost == self._cost:
             return
         self._cost = cost
-        self.refresh()
+        self.repaint_rows()
 
-    def render(self) -> Text:
-        return strip_text(self._cost)
+    def build_rows(self, width: int) -> list[Text]:
+        return [strip_text(self._cost)]
 
 
 class IdleBanner(Widget):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 
 from rich.text import Text
-from textual.widget import Widget
 
 from ...core.snapshot import GpuDevice, GpuView, RunInfo, SystemView, fmt_duration
+from .lines import LinePane
 from .metrics import sparkline
 from .run_header import text_bar
 
@@ -126,9 +126,11 @@ def gpu_row(d: GpuDevice, names: dict[str, str], width: int, name_w: int) -> Tex
     return row
 
 
-class GpuPane(Widget):
-    """Repaints only when its slice (GPUs, system, run names, idle minutes) changed."""
+class GpuPane(LinePane):
+    """Repaints only the cells that changed, and only when its slice (GPUs, system, run
+    names, idle minutes) changed."""
 
+    AUTO_HEIGHT = True
     DEFAULT_CSS = """
     GpuPane { height: 1; padding: 0 1; }
     """
@@ -136,7 +138,6 @@ class GpuPane(Widget):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._key: tuple | None = None
-        self._shown: tuple = ()
         self._gpus: GpuView | None = None
         self._system: SystemView | None = None
         self._names: dict[str, str] = {}
@@ -158,18 +159,10 @@ class GpuPane(Widget):
             return
         self._key = key
         self._gpus, self._system, self._names, self._now = gpus, system, names, now
-        lines = self._lines()
-        shown = tuple((line.plain, tuple(line.spans)) for line in lines)
-        if shown == self._shown:
-            return  # the data moved but what is on screen did not: no repaint
-        height_changed = len(shown) != len(self._shown)
-        self._shown = shown
-        if height_changed:
-            self.styles.height = len(lines)
-        self.refresh(layout=height_changed)
+        self.repaint_rows()
 
-    def _lines(self) -> list[Text]:
-        width = max((self.content_region.width or 78), 40)
+    def build_rows(self, width: int) -> list[Text]:
+        width = max(width, 40)
         g, s = self._gpus, self._system
         head = Text(no_wrap=True, overflow="ellipsis")
         lines = [head]
@@ -199,6 +192,3 @@ class GpuPane(Widget):
         for w in warnings:
             lines.append(Text(w, style="bold yellow", no_wrap=True, overflow="ellipsis"))
         return lines
-
-    def render(self) -> Text:
-        return Text("\n", no_wrap=True, overflow="ellipsis").join(self._lines())

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
+from rich.text import Text
 from textual.widgets import Log
 
 from ...core.snapshot import LogView
+from .lines import LinePane
 
 SHOWN_LINES = 200
+# While lines stream in, the pane scrolls at most once per LOG_PERIOD seconds: a scroll
+# repaints every row of the pane (Textual has no terminal scroll), ~200 bytes a row.
+LOG_PERIOD = 2.0
 # libreyolo's log format: "2026-12-02 15:19:30 | INFO     | message"
 _LIBREYOLO_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d) \| (\w+)\s*\| ")
 
@@ -36,26 +42,72 @@ def appended(old: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...] | No
     return None
 
 
+class LogTitle(LinePane):
+    """The log's title as a rule above it. The log has no border: a scroll repaints the
+    whole widget, and a border would add its top and bottom rows (~350 bytes each) and
+    two segments to every row of every scroll."""
+
+    DEFAULT_CSS = """
+    LogTitle { height: 1; color: $primary; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.title = "log"
+
+    def set_title(self, title: str) -> None:
+        if title != self.title:
+            self.title = title
+            self.repaint_rows()
+
+    def build_rows(self, width: int) -> list[Text]:
+        row = Text("─ ", no_wrap=True, overflow="ellipsis")
+        row.append(self.title, style="bold")
+        row.append(" " + "─" * max(width - len(self.title) - 3, 0))
+        return [row]
+
+
 class LogPane(Log):
-    """Rewritten only when the log view changed (new lines, another run)."""
+    """Rewritten only when the log view changed (new lines, another run); new lines of
+    the same log are shown at most once per LOG_PERIOD, another run's log at once."""
 
     DEFAULT_CSS = """
     LogPane { scrollbar-size: 0 0; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, title: LogTitle | None = None, **kwargs) -> None:
         super().__init__(max_lines=SHOWN_LINES, auto_scroll=True, **kwargs)
-        self._view: LogView | None = None
+        self.title_row = title
+        self._view: LogView | None = None  # what the pane shows
+        self._latest: LogView | None = None  # the newest view it was given
+        self._painted_at = -LOG_PERIOD
+        self._timer = None
         self._auto_y = 0  # the scroll offset our last follow-scroll left
 
     def show(self, view: LogView | None) -> None:
+        self._latest = view
         if view is self._view or view == self._view:
             return
+        old = self._view
+        switched = old is None or view is None or view.path != old.path
+        wait = self._painted_at + LOG_PERIOD - time.monotonic()
+        if switched or wait <= 0:
+            self._paint(view)
+        elif self._timer is None:
+            self._timer = self.set_timer(wait, self._flush)
+
+    def _flush(self) -> None:
+        self._timer = None
+        if self._latest is not self._view and self._latest != self._view:
+            self._paint(self._latest)
+
+    def _paint(self, view: LogView | None) -> None:
         old = self._view
         switched = old is None or view is None or view.path != old.path
         # follow the newest line unless the user scrolled up since we last scrolled down
         follow = switched or self._following()
         self._view = view
+        self._painted_at = time.monotonic()
         new = appended(old.lines, view.lines) if not switched and view.lines else None
         if new is not None:
             # the common case, the same log grew: write only the new lines (one repaint)
@@ -66,8 +118,8 @@ class LogPane(Log):
             return
         self.clear()
         title = "log" if view is None else f"log  {os.path.basename(view.path)}"
-        if self.border_title != title:
-            self.border_title = title
+        if self.title_row is not None:
+            self.title_row.set_title(title)
         if view is None:
             return
         lines = [compact(line) for line in view.lines[-SHOWN_LINES:]]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 from rich.text import Text
-from textual.widget import Widget
 
 from ...core.snapshot import MetricsView, fmt_number
+from .lines import LinePane
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 # columns that are bookkeeping, not curves
@@ -66,7 +66,7 @@ def short_name(name: str) -> str:
     return name.removeprefix("metrics/")
 
 
-class MetricsPane(Widget):
+class MetricsPane(LinePane):
     """ROWS sparklines (train/loss, the optimised metric, lr first); `m` pages."""
 
     DEFAULT_CSS = """
@@ -83,11 +83,11 @@ class MetricsPane(Widget):
         if view is self._view or view == self._view:
             return
         self._view = view
-        self.refresh()  # fixed height: no layout pass
+        self.repaint_rows()  # fixed height: no layout pass
 
     def next_page(self) -> None:
         self.page += 1
-        self.refresh()
+        self.repaint_rows()
 
     def _current_page(self) -> list[str]:
         if self._view is None:
@@ -98,11 +98,10 @@ class MetricsPane(Widget):
         self.page %= len(self._pages)
         return self._pages[self.page]
 
-    def render(self) -> Text:
-        width = self.size.width or 80
+    def build_rows(self, width: int) -> list[Text]:
         view = self._view
         if view is None:
-            return Text("No run selected.", style="italic")
+            return [Text("No run selected.", style="italic")]
         names = self._current_page()
         pages = len(self._pages)
         title = f"metrics {self.page + 1}/{pages} (m: next)" if pages > 1 else "metrics"
@@ -110,10 +109,10 @@ class MetricsPane(Widget):
             self.border_title = title
         if not names:
             msg = view.problem or "no numeric metrics yet"
-            return Text(f"{msg} (metrics.jsonl gets a line after each epoch)", style="italic")
+            return [Text(f"{msg} (metrics.jsonl gets a line after each epoch)", style="italic")]
         label_w = min(max(len(short_name(n)) for n in names), 14)
-        out = Text(no_wrap=True, overflow="ellipsis")
-        for i, name in enumerate(names):
+        rows = []
+        for name in names:
             col = view.column(name)
             last = f" {fmt_number(col.last):>8}"
             stats = f"{last} ↓{fmt_number(col.min):>8} ↑{fmt_number(col.max):>8}"
@@ -122,9 +121,9 @@ class MetricsPane(Widget):
             spark_w = max(width - label_w - len(stats) - 1, 0)
             label = short_name(name)
             label = label if len(label) <= label_w else label[: label_w - 1] + "…"
-            out.append(f"{label:<{label_w}} ", style="bold")
-            out.append(sparkline(col.values, spark_w).ljust(spark_w), style="cyan")
-            out.append(stats)
-            if i < len(names) - 1:
-                out.append("\n")
-        return out
+            row = Text(no_wrap=True, overflow="ellipsis")
+            row.append(f"{label:<{label_w}} ", style="bold")
+            row.append(sparkline(col.values, spark_w).ljust(spark_w), style="cyan")
+            row.append(stats)
+            rows.append(row)
+        return rows

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
 from rich.text import Text
-from textual.widget import Widget
 
 from ...core.snapshot import PushInfo, RunInfo, best_text, epoch_text, fmt_duration
 from ...core.status import parse_time
+from .lines import LinePane
 from .style import STATE_STYLE, state_badge
 
 
@@ -38,8 +37,8 @@ def push_text(p: PushInfo | None, now: float) -> Text:
     return out
 
 
-class RunHeader(Widget):
-    """Shows one RunInfo; repaints only when what it shows changed."""
+class RunHeader(LinePane):
+    """Shows one RunInfo; repaints only the cells that changed ("updated 3s ago")."""
 
     DEFAULT_CSS = """
     RunHeader { height: auto; }
@@ -52,7 +51,6 @@ class RunHeader(Widget):
         self._message: str | None = None
         self._pushes: PushInfo | None = None
         self._key: tuple | None = None
-        self._note: tuple | None = None
 
     def show(
         self,
@@ -73,25 +71,23 @@ class RunHeader(Widget):
             return
         self._key = key
         self._run, self._now, self._message, self._pushes = run, now, message, pushes
-        # a layout pass only when the note line (which may wrap) appears, goes or changes
-        note = (
-            (run.error, run.problem, message) if run else (message,),
-            bool(push_text(pushes, now).plain),  # the push line comes and goes
-        )
-        self.refresh(layout=note != self._note)
-        self._note = note
+        self.repaint_rows()  # a layout pass only when the number of rows changes
 
-    def render(self) -> RenderableType:
-        width = self.size.width or 80
+    def _wrapped(self, text: str, style: str, width: int) -> list[Text]:
+        """The rows that may wrap: an error must be read whole."""
+        lines = Text(text, style=style).wrap(self.app.console, max(width, 1), overflow="fold")
+        return list(lines)
+
+    def build_rows(self, width: int) -> list[Text]:
         r = self._run
         if r is None:
-            return Text(self._message or "No run selected.", style="italic")
-        out = Text(no_wrap=True, overflow="ellipsis")
-        out.append(f" {state_badge(r.state).strip()} ", style=STATE_STYLE.get(r.state, ""))
-        out.append(f" {r.name}", style="bold")
+            return self._wrapped(self._message or "No run selected.", "italic", width)
+        top = Text(no_wrap=True, overflow="ellipsis")
+        top.append(f" {state_badge(r.state).strip()} ", style=STATE_STYLE.get(r.state, ""))
+        top.append(f" {r.name}", style="bold")
         if r.model:
-            out.append(f"  {r.model}", style="dim")
-        out.append(f"  epoch {epoch_text(r)}\n")
+            top.append(f"  {r.model}", style="dim")
+        top.append(f"  epoch {epoch_text(r)}")
 
         pct = "  ?%" if r.progress is None else f"{r.progress * 100:3.0f}%"
         eta = f"ETA {fmt_duration(r.eta_seconds)}" if r.eta_seconds is not None else "ETA -"
@@ -99,18 +95,22 @@ class RunHeader(Widget):
         if r.mean_epoch_seconds:
             tail += f"  {fmt_duration(r.mean_epoch_seconds)}/ep"
         bar_w = max(width - len(tail) - 1, 5)
-        bar = text_bar(r.progress or 0.0, bar_w)
-        out.append(bar, style=STATE_STYLE.get(r.state, "").replace("bold ", "") or None)
-        out.append(tail + "\n")
+        progress = Text(no_wrap=True, overflow="ellipsis")
+        progress.append(
+            text_bar(r.progress or 0.0, bar_w),
+            style=STATE_STYLE.get(r.state, "").replace("bold ", "") or None,
+        )
+        progress.append(tail)
 
-        out.append(best_text(r))
+        best = Text(no_wrap=True, overflow="ellipsis")
+        best.append(best_text(r))
         updated = parse_time(r.updated_at)
         if updated is not None:
-            out.append(f"   updated {fmt_duration(self._now - updated)} ago", style="dim")
+            best.append(f"   updated {fmt_duration(self._now - updated)} ago", style="dim")
+        rows = [top, progress, best]
         pushed = push_text(self._pushes, self._now)
-        if pushed.plain:  # its own line: at 80 columns it would be cut off after "updated"
-            out.append("\n")
-            out.append_text(pushed)
+        if pushed.plain:  # its own row: at 80 columns it would be cut off after "updated"
+            rows.append(pushed)
         note, style = None, "yellow"
         if r.error:
             note, style = r.error, ("bold yellow" if r.state == "stalled" else "bold red")
@@ -119,6 +119,5 @@ class RunHeader(Widget):
         elif self._message:
             note = self._message
         if note:
-            # the one line that may wrap: an error must be read whole
-            return Group(out, Text(note, style=style, overflow="fold"))
-        return out
+            rows.extend(self._wrapped(note, style, width))
+        return rows

@@ -1,0 +1,77 @@
+"""Partial screen updates that start where the change starts.
+
+When part of a row changes, Textual 8.2.8 sends that row from the left edge of the
+widget holding it up to the end of the change (`ChopsUpdate.render_segments` crops
+only the right end). For a GPU row whose power reading moved that is the whole row
+up to the power column, every second, for every GPU. `install()` replaces that method
+with one that also crops the left end: at the exact cell where a run of one-cell
+characters is cut, or at the start of a segment holding wide characters, so a wide
+character is never split. Everything else is Textual's code path unchanged.
+"""
+
+from __future__ import annotations
+
+import textual
+from rich.cells import cell_len
+from rich.console import Console
+from rich.control import Control
+from rich.segment import Segment
+from textual._compositor import ChopsUpdate
+from textual.strip import Strip
+
+WRITTEN_FOR = "8.2.8"  # the private API this replaces; other versions keep Textual's own
+
+_original = ChopsUpdate.render_segments
+
+
+def crop_left(strip: Strip, x: int, x1: int) -> tuple[Strip, int]:
+    """`strip` starts at column x; drop what lies left of column x1. Returns the cropped
+    strip and the column it now starts at (x1, or the start of a wide-character segment)."""
+    pos = x
+    segments = list(strip)
+    for i, seg in enumerate(segments):
+        width = cell_len(seg.text)
+        if pos + width > x1:
+            rest = segments[i + 1 :]
+            if seg.control or width != len(seg.text):
+                return Strip([seg, *rest]), pos  # never split a wide character
+            head = Segment(seg.text[x1 - pos :], seg.style)
+            return Strip([head, *rest]), x1
+        pos += width
+    return Strip([]), pos
+
+
+def render_segments(self: ChopsUpdate, console: Console) -> str:
+    """Textual's `ChopsUpdate.render_segments`, cropping both ends of each chop."""
+    sequences: list[str] = []
+    append = sequences.append
+    last_y = self.spans[-1][0]
+    for y, x1, x2 in self.spans:
+        line = self.chops[y]
+        ends = self.chop_ends[y]
+        for end, (x, strip) in zip(ends, line.items(), strict=False):
+            if strip is None or x > x2 or end <= x1:
+                continue
+            if x < x1:
+                strip, x = crop_left(strip, x, x1)
+            if end > x2:
+                strip = strip.crop(0, x2 - x)
+            if not strip.cell_length:
+                continue
+            append(Control.move_to(x, y).segment.text)
+            append(strip.render(console))
+        if y != last_y:
+            append("\n")
+    return "".join(sequences)
+
+
+def install() -> bool:
+    """Use the cropping version; False (Textual's own kept) on another Textual version."""
+    if textual.__version__ != WRITTEN_FOR:
+        return False
+    ChopsUpdate.render_segments = render_segments
+    return True
+
+
+def uninstall() -> None:
+    ChopsUpdate.render_segments = _original
