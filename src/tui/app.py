@@ -1,7 +1,7 @@
 """The Textual app: machine pane (GPUs, CPU, RAM, disk), runs list, run header,
 metric sparklines, log tail.
 
-One refresh loop: a thread worker builds the next Snapshot with core's
+One refresh loop: the refresher's thread builds the next Snapshot with core's
 Collector and posts it; the app hands each pane its slice; a pane repaints
 only when its slice changed. The next refresh is scheduled when the current
 one has been applied, so a slow disk never piles refreshes up.
@@ -37,6 +37,7 @@ from ..core.preflight import gpu_preflight, preflight_to_text
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
 from . import partial
 from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
+from .refresher import Refresher
 from .screens.cost import CostScreen
 from .screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
 from .screens.help import HelpScreen
@@ -100,8 +101,7 @@ class RgpuApp(App[int]):
         self.snapshot: Snapshot | None = None
         self.refresh_error: str | None = None
         self._lock = threading.Lock()
-        self._in_flight = False
-        self._again = False
+        self._refresher = Refresher(self._build_snapshot)
         if theme_name:
             if theme_name not in self.available_themes:
                 names = ", ".join(sorted(self.available_themes))
@@ -137,12 +137,14 @@ class RgpuApp(App[int]):
     def on_mount(self) -> None:
         self.runs_list.focus()
         self._set_layout(self.size)
+        self._refresher.start()
         self.request_refresh()
 
     def on_resize(self, event) -> None:
         self._set_layout(event.size)
 
     def on_unmount(self) -> None:
+        self._refresher.stop(timeout=0)  # no new refreshes; one in flight holds the lock
         if self.push_queue is not None:
             self.push_queue.close(timeout=0)  # an upload in flight stops; nothing half-committed
         with self._lock:  # a refresh in flight finishes first
@@ -156,14 +158,11 @@ class RgpuApp(App[int]):
 
     def request_refresh(self) -> None:
         """Start a refresh now, or right after the one in flight."""
-        if self._in_flight:
-            self._again = True
-            return
-        self._in_flight = True
-        self._build_snapshot(self.selected)
+        self._refresher.schedule(0)
 
-    @work(thread=True, group="refresh")
-    def _build_snapshot(self, selected: str | None) -> None:
+    def _build_snapshot(self) -> None:
+        """On the refresher's thread."""
+        selected = self.selected
         try:
             with self._lock:
                 snap = self.collector.refresh(now=self.clock(), selected=selected)
@@ -189,12 +188,10 @@ class RgpuApp(App[int]):
         self._refresh_done()
 
     def _refresh_done(self) -> None:
-        self._in_flight = False
-        if self._again:
-            self._again = False
-            self.request_refresh()
-        else:
-            self.set_timer(self.interval, self.request_refresh)
+        # the next one an interval after this one was shown, so a slow disk never piles
+        # refreshes up; sooner when the log holds lines back, so they come with its frame
+        held = self.log_pane.pending_in()
+        self._refresher.schedule(self.interval if held is None else min(self.interval, held))
 
     def apply_snapshot(self, snap: Snapshot) -> None:
         self.snapshot = snap

@@ -93,15 +93,16 @@ def header_is(state: str | None, name: str, min_epoch: int = 0) -> Callable[[str
 
 
 def log_box(screen: str) -> str:
-    """The log pane's text: the rows of the box under the `╭─ log` border, from its column."""
+    """The log pane's text: the rows under its `─ log` title row, from its column, down
+    to the footer."""
     lines = screen.splitlines()
     for i, line in enumerate(lines):
-        col = line.find("╭─ log")
+        col = line.find("─ log")
         if col < 0:
             continue
         rows = []
         for row in lines[i + 1 :]:
-            if row[col : col + 1] == "╰":
+            if row.startswith(" q Quit"):
                 break
             rows.append(row[col:])
         return "\n".join(rows)

@@ -19,6 +19,9 @@ def _app(runs_root, gpus: int = 2) -> RgpuApp:
 
 async def _loaded(pilot) -> None:
     await wait_for(pilot, lambda: pilot.app.snapshot is not None)
+    # the log scrolls to its end after the layout pass: on a busy machine that is a frame
+    # or two later
+    await wait_for(pilot, lambda: pilot.app.log_pane.is_vertical_scroll_end)
     await pilot.pause()
 
 
@@ -34,6 +37,7 @@ def test_failed_run_selected(snap_compare, runs_root, size):
         await pilot.press("j", "enter")
         await wait_for(pilot, lambda: pilot.app.selected.endswith("failed_oom"))
         await wait_for(pilot, lambda: pilot.app.snapshot.selected.run_dir == pilot.app.selected)
+        await wait_for(pilot, lambda: pilot.app.log_pane.is_vertical_scroll_end)
         await pilot.pause()
 
     assert snap_compare(_app(runs_root), terminal_size=size, run_before=select_failed)

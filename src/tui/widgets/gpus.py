@@ -64,14 +64,15 @@ def system_parts(s: SystemView | None) -> list[str]:
 
 def bucket_means(values, n: int) -> list[float | None]:
     """The whole history (10 minutes) in `n` columns: the mean of each slice."""
-    values = list(values)
-    if len(values) <= n:
-        return values
+    values = values if isinstance(values, tuple) else tuple(values)
+    size = len(values)
+    if size <= n:
+        return list(values)
     out: list[float | None] = []
     for i in range(n):
-        part = [
-            v for v in values[i * len(values) // n : (i + 1) * len(values) // n] if v is not None
-        ]
+        part = values[i * size // n : (i + 1) * size // n]
+        if None in part:  # a lost GPU's gaps
+            part = [v for v in part if v is not None]
         out.append(sum(part) / len(part) if part else None)
     return out
 

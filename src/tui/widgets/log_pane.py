@@ -6,7 +6,9 @@ import os
 import re
 import time
 
+from rich.style import Style
 from rich.text import Text
+from textual.dom import DOMNode
 from textual.widgets import Log
 
 from ...core.snapshot import LogView
@@ -69,11 +71,13 @@ class LogTitle(LinePane):
 
 class LogPane(Log):
     """Rewritten only when the log view changed (new lines, another run); new lines of
-    the same log are shown at most once per LOG_PERIOD, another run's log at once."""
+    the same log are shown at most once per LOG_PERIOD (with the app's next refresh),
+    another run's log at once."""
 
     DEFAULT_CSS = """
     LogPane { scrollbar-size: 0 0; }
     """
+    _style: Style | None = None  # rich_style until the next repaint
 
     def __init__(self, title: LogTitle | None = None, **kwargs) -> None:
         super().__init__(max_lines=SHOWN_LINES, auto_scroll=True, **kwargs)
@@ -81,25 +85,22 @@ class LogPane(Log):
         self._view: LogView | None = None  # what the pane shows
         self._latest: LogView | None = None  # the newest view it was given
         self._painted_at = -LOG_PERIOD
-        self._timer = None
         self._auto_y = 0  # the scroll offset our last follow-scroll left
 
     def show(self, view: LogView | None) -> None:
         self._latest = view
         if view is self._view or view == self._view:
             return
-        old = self._view
-        switched = old is None or view is None or view.path != old.path
-        wait = self._painted_at + LOG_PERIOD - time.monotonic()
-        if switched or wait <= 0:
+        switched = self._view is None or view is None or view.path != self._view.path
+        if switched or self.pending_in() == 0:
             self._paint(view)
-        elif self._timer is None:
-            self._timer = self.set_timer(wait, self._flush)
 
-    def _flush(self) -> None:
-        self._timer = None
-        if self._latest is not self._view and self._latest != self._view:
-            self._paint(self._latest)
+    def pending_in(self) -> float | None:
+        """Seconds until the newer lines it holds back may be shown (0: now); None when
+        it shows the newest. The app refreshes by then: no frame of its own."""
+        if self._latest is self._view or self._latest == self._view:
+            return None
+        return max(self._painted_at + LOG_PERIOD - time.monotonic(), 0.0)
 
     def _paint(self, view: LogView | None) -> None:
         old = self._view
@@ -131,6 +132,23 @@ class LogPane(Log):
             # after clear() Log's own auto-scroll sees a stale offset, and the pane's
             # height may change in this same refresh: scroll once the layout is done
             self.call_after_refresh(self._to_end)
+
+    @property
+    def rich_style(self) -> Style:
+        """Log asks for it once per line it renders, and the answer walks every ancestor's
+        styles: kept until the next repaint or style change, where Textual drops its own
+        style caches."""
+        if self._style is None:
+            self._style = DOMNode.rich_style.fget(self)
+        return self._style
+
+    def refresh(self, *regions, **kwargs):
+        self._style = None
+        return super().refresh(*regions, **kwargs)
+
+    def notify_style_update(self) -> None:
+        self._style = None
+        super().notify_style_update()
 
     def _to_end(self) -> None:
         self.scroll_end(animate=False, immediate=True, x_axis=False)

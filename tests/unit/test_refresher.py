@@ -1,0 +1,89 @@
+"""The refresher thread: builds when due, one at a time, an earlier request wins."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from rgpu_tui.tui.refresher import Refresher
+
+
+def _wait(cond, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not met"
+        time.sleep(0.005)
+
+
+def test_builds_when_due_and_not_before() -> None:
+    built: list[float] = []
+    r = Refresher(lambda: built.append(time.monotonic()))
+    r.start()
+    try:
+        t0 = time.monotonic()
+        r.schedule(0.3)
+        time.sleep(0.1)
+        assert built == []
+        _wait(lambda: len(built) == 1)
+        assert built[0] - t0 >= 0.3
+    finally:
+        r.stop(timeout=2)
+
+
+def test_an_earlier_request_wins_over_a_later_one() -> None:
+    built: list[float] = []
+    r = Refresher(lambda: built.append(time.monotonic()))
+    r.start()
+    try:
+        r.schedule(3600)  # the periodic refresh, far away
+        t0 = time.monotonic()
+        r.schedule(0)  # a key press: now
+        _wait(lambda: len(built) == 1)
+        assert built[0] - t0 < 1.0
+        r.schedule(0)
+        r.schedule(3600)  # does not push "now" back
+        _wait(lambda: len(built) == 2)
+    finally:
+        r.stop(timeout=2)
+
+
+def test_builds_never_overlap_and_a_request_during_a_build_is_served_after_it() -> None:
+    gate = threading.Event()
+    running = []
+    overlaps = []
+    done = []
+
+    def build() -> None:
+        overlaps.append(len(running))
+        running.append(1)
+        gate.wait(5)
+        running.pop()
+        done.append(1)
+
+    r = Refresher(build)
+    r.start()
+    try:
+        r.schedule(0)
+        _wait(lambda: running)
+        r.schedule(0)  # asked while the first build runs
+        r.schedule(0)  # twice: still one more build
+        time.sleep(0.1)
+        assert len(overlaps) == 1
+        gate.set()
+        _wait(lambda: len(done) == 2)
+        time.sleep(0.1)
+        assert len(done) == 2 and overlaps == [0, 0]
+    finally:
+        gate.set()
+        r.stop(timeout=2)
+
+
+def test_stop_ends_the_thread_and_no_build_follows() -> None:
+    built = []
+    r = Refresher(lambda: built.append(1))
+    r.start()
+    r.schedule(0.2)
+    r.stop(timeout=2)
+    time.sleep(0.4)
+    assert built == []
+    assert not r._thread.is_alive()
