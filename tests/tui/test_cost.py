@@ -85,10 +85,13 @@ async def test_idle_banner_appears_after_idle_minutes_and_rings_once(runs_root):
     )
     bells = []
     async with app.run_test(size=(80, 24)) as pilot:
-        app.bell = lambda: bells.append(now[0])
         banner = app.query_one(IdleBanner)
+        # what the banner says when it appears (the bell rings then); refreshes come every
+        # 20 ms, so reading it later could see a newer one
+        app.bell = lambda: bells.append(rendered(banner))
         await wait_for(pilot, lambda: banner.has_class("-on"))
-        text = rendered(banner)
+        await wait_for(pilot, lambda: bells)
+        text = bells[0]
         assert text.startswith("Idle 2 min — $0.12 spent idle at $3.48/h.")
         assert text.endswith("Push checkpoints, then stop or destroy.")
         first = now[0]

@@ -9,6 +9,7 @@ import time
 from rich.style import Style
 from rich.text import Text
 from textual.dom import DOMNode
+from textual.strip import Strip
 from textual.widgets import Log
 
 from ...core.snapshot import LogView
@@ -78,6 +79,7 @@ class LogPane(Log):
     LogPane { scrollbar-size: 0 0; }
     """
     _style: Style | None = None  # rich_style until the next repaint
+    _strips: dict | None = None  # (line index, text, scroll_x, width, style) -> Strip
 
     def __init__(self, title: LogTitle | None = None, **kwargs) -> None:
         super().__init__(max_lines=SHOWN_LINES, auto_scroll=True, **kwargs)
@@ -132,6 +134,24 @@ class LogPane(Log):
             # after clear() Log's own auto-scroll sees a stale offset, and the pane's
             # height may change in this same refresh: scroll once the layout is done
             self.call_after_refresh(self._to_end)
+
+    def render_line(self, y: int) -> Strip:
+        """A scroll repaints every row, but most rows show a line shown a moment ago one
+        row lower: those come from a small cache instead of being rendered again."""
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        if self.text_selection is not None or index >= len(self._lines):
+            return super().render_line(y)
+        key = (index, self._lines[index], scroll_x, self.size.width, self.rich_style)
+        strips = self._strips if self._strips is not None else {}
+        self._strips = strips
+        strip = strips.get(key)
+        if strip is None:
+            strip = strips[key] = super().render_line(y)
+            if len(strips) > 3 * self.size.height + 16:
+                for old in list(strips)[: len(strips) // 2]:  # the oldest half
+                    del strips[old]
+        return strip
 
     @property
     def rich_style(self) -> Style:
