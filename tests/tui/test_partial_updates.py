@@ -210,3 +210,13 @@ async def test_the_app_refreshes_sooner_when_the_log_holds_lines(runs_root) -> N
         await wait_for(pilot, lambda: app.snapshot is not first)
         # shown now, or held back and shown by a refresh within LOG_PERIOD, not in an hour
         await wait_for(pilot, lambda: app.log_pane.lines[-1].endswith("one more line"), timeout=5)
+
+
+def test_gpu_history_buckets_are_slice_means_that_skip_gaps() -> None:
+    from rgpu_tui.tui.widgets.gpus import bucket_means
+
+    assert bucket_means((1.0, 2.0), 24) == [1.0, 2.0]  # short: as it is
+    values = tuple(float(i) for i in range(48))
+    assert bucket_means(values, 24) == [i * 2 + 0.5 for i in range(24)]
+    gappy = (10.0, None, None, None, 30.0, 50.0)
+    assert bucket_means(gappy, 3) == [10.0, None, 40.0]  # a lost GPU's gap stays a gap
