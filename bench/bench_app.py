@@ -43,7 +43,6 @@ import asyncio
 import fcntl
 import json
 import os
-import platform
 import pty
 import re
 import shutil
@@ -58,7 +57,9 @@ import threading
 import time
 from pathlib import Path
 
+import benchlib
 import psutil
+from benchlib import log
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_RUN = REPO / "tests" / "fixtures" / "run_completed"
@@ -84,36 +85,10 @@ _ESCAPES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\
 _CUP = re.compile(rb"\x1b\[(\d+);(\d+)H")
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def machine() -> dict:
-    cpu = None
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    try:
-        from importlib.metadata import version
-
-        textual_version = version("textual")
-    except Exception:
-        textual_version = None
     return {
-        "nproc": usable,
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "textual": textual_version,
+        **benchlib.machine(),
+        "textual": benchlib.package_version("textual"),
         "loadavg_start": list(os.getloadavg()),
     }
 

@@ -42,8 +42,11 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
+
+import benchlib
+from benchlib import METRIC_KEYS, METRIC_KEYS_2, log, utc_iso
 
 REPO = Path(__file__).resolve().parents[1]
 MARKER = "bench_fixture.json"
@@ -57,31 +60,6 @@ GOAL_MS = 2.0
 
 # Column order and kinds of a real libreyolo 1.6 metrics.jsonl row (yolo9, detect).
 LOSS_KEYS = ("train/loss", "train/box_loss", "train/cls_loss", "train/dfl_loss")
-METRIC_KEYS = (
-    "metrics/precision",
-    "metrics/recall",
-    "metrics/mAP50-95",
-    "metrics/mAP50",
-    "metrics/mAP75",
-    "metrics/precision(B)",
-    "metrics/recall(B)",
-    "metrics/mAP50(B)",
-    "metrics/mAP50-95(B)",
-    "metrics/mAP_small",
-    "metrics/mAP_medium",
-    "metrics/mAP_large",
-    "metrics/AR1",
-    "metrics/AR10",
-    "metrics/AR100",
-    "metrics/AR_max_det",
-)
-METRIC_KEYS_2 = (
-    "metrics/AR_small",
-    "metrics/AR_medium",
-    "metrics/AR_large",
-    "metrics/best_conf",
-    "metrics/best_conf_f1",
-)
 SPEED_KEYS = (
     "speed/preprocess_ms",
     "speed/inference_ms",
@@ -91,15 +69,6 @@ SPEED_KEYS = (
     "speed/images_seen",
 )
 LR_KEYS = ("lr/group0", "lr/group1", "lr/group2")
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-def utc_iso(ts: float | None = None) -> str:
-    dt = datetime.fromtimestamp(ts if ts is not None else time.time(), timezone.utc)
-    return dt.isoformat(timespec="seconds")
 
 
 # -- fixture ------------------------------------------------------------------
@@ -509,32 +478,10 @@ def bench_libreyolo(run_dir: Path, live: LiveRun, iterations: int) -> dict:
 
 
 def machine() -> dict:
-    cpu = None
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except AttributeError:
-        usable = os.cpu_count()
-    try:
-        from importlib.metadata import version
-
-        libreyolo_version = version("libreyolo")
-    except Exception:
-        libreyolo_version = None
     return {
-        "nproc": usable,
-        "cpu": cpu,
-        "python": platform.python_version(),
+        **benchlib.machine(),
         "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "libreyolo": libreyolo_version,
+        "libreyolo": benchlib.package_version("libreyolo"),
     }
 
 

@@ -42,8 +42,10 @@ import tempfile
 import threading
 import time
 from collections import deque
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
+
+from benchlib import METRIC_KEYS, METRIC_KEYS_2, utc_iso
 
 STATUS = "status.json"
 METRICS = "metrics.jsonl"
@@ -53,31 +55,6 @@ METRIC_NAME = "metrics/mAP50-95"
 
 # The column order of a real libreyolo 1.6 metrics.jsonl row (yolo9, detect).
 LOSS_PARTS = (("train/box_loss", 0.40), ("train/cls_loss", 0.32), ("train/dfl_loss", 0.28))
-METRIC_KEYS = (
-    "metrics/precision",
-    "metrics/recall",
-    "metrics/mAP50-95",
-    "metrics/mAP50",
-    "metrics/mAP75",
-    "metrics/precision(B)",
-    "metrics/recall(B)",
-    "metrics/mAP50(B)",
-    "metrics/mAP50-95(B)",
-    "metrics/mAP_small",
-    "metrics/mAP_medium",
-    "metrics/mAP_large",
-    "metrics/AR1",
-    "metrics/AR10",
-    "metrics/AR100",
-    "metrics/AR_max_det",
-)
-METRIC_KEYS_2 = (
-    "metrics/AR_small",
-    "metrics/AR_medium",
-    "metrics/AR_large",
-    "metrics/best_conf",
-    "metrics/best_conf_f1",
-)
 # how much of the "quality" each metric gets (mAP50 above mAP50-95, AR above mAP...)
 METRIC_SCALE = {
     "metrics/precision": 1.15,
@@ -102,10 +79,6 @@ METRIC_SCALE = {
     "metrics/best_conf": 0.6,
     "metrics/best_conf_f1": 1.2,
 }
-
-
-def utc_iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
 
 
 def log_stamp(ts: float) -> str:
