@@ -91,11 +91,14 @@ class LogPane(Log):
 
     def show(self, view: LogView | None) -> None:
         self._latest = view
-        if view is self._view or view == self._view:
-            return
-        switched = self._view is None or view is None or view.path != self._view.path
-        if switched or self.pending_in() == 0:
+        held = self.pending_in()
+        if held == 0 or (held is not None and self._switched(view)):
             self._paint(view)
+
+    def _switched(self, view: LogView | None) -> bool:
+        """Another log (or none) than the one shown: it is rewritten, never held back."""
+        old = self._view
+        return old is None or view is None or view.path != old.path
 
     def pending_in(self) -> float | None:
         """Seconds until the newer lines it holds back may be shown (0: now); None when
@@ -106,7 +109,7 @@ class LogPane(Log):
 
     def _paint(self, view: LogView | None) -> None:
         old = self._view
-        switched = old is None or view is None or view.path != old.path
+        switched = self._switched(view)
         # follow the newest line unless the user scrolled up since we last scrolled down
         follow = switched or self._following()
         self._view = view
