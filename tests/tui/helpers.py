@@ -8,6 +8,26 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.pilot import Pilot
 
+from rgpu_tui.core.config import Settings
+from rgpu_tui.tui.app import RgpuApp
+
+
+def make_app(
+    runs_root,
+    interval: float = 3600.0,
+    root=None,
+    gpus: int | None = 2,
+    settings: Settings | None = None,
+) -> RgpuApp:
+    """The app on the fixed runs root (or `root`), with its frozen clock."""
+    return RgpuApp(
+        root=str(root or runs_root.root),
+        interval=interval,
+        clock=runs_root.clock,
+        fake_gpus=gpus,
+        settings=settings,
+    )
+
 
 async def wait_for(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout

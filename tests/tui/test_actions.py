@@ -19,7 +19,7 @@ from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, ReportScreen
 from rgpu_tui.tui.screens.launch import LaunchScreen
 
-from .helpers import wait_for
+from .helpers import make_app, wait_for
 
 
 def _text(screen, selector: str) -> str:
@@ -33,7 +33,7 @@ async def _set(pilot, screen, key: str, value: str) -> None:
 
 
 async def test_launch_form_shows_the_command_and_validates(runs_root, tmp_path):
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=2)
+    app = make_app(runs_root)
     async with app.run_test(size=(100, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.press("n")
@@ -72,7 +72,7 @@ async def test_doctor_errors_block_a_launch(runs_root, tmp_path, trained_dataset
     shutil.rmtree(broken / "images")
     data = broken / trained_dataset.name
     data.write_text(data.read_text().replace(str(trained_dataset.parent), str(broken)))
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=1)
+    app = make_app(runs_root, gpus=1)
     async with app.run_test(size=(100, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.press("n")
@@ -177,7 +177,7 @@ async def test_stop_dialog_escalates_and_the_run_ends(stoppable_run):
 
 
 async def test_stop_refuses_a_run_that_is_not_running(runs_root):
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=1)
+    app = make_app(runs_root, gpus=1)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.press("j", "enter")  # the failed run
@@ -189,7 +189,7 @@ async def test_stop_refuses_a_run_that_is_not_running(runs_root):
 
 
 async def test_gpu_check_reports_plainly_without_a_gpu(runs_root):
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=1)
+    app = make_app(runs_root, gpus=1)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.press("g")

@@ -13,18 +13,9 @@ from rgpu_tui.tui.widgets.metrics import MetricsPane
 from rgpu_tui.tui.widgets.run_header import RunHeader
 from rgpu_tui.tui.widgets.runs_list import RunsList
 
-from .helpers import rendered, wait_for
+from .helpers import make_app, rendered, wait_for
 
 SIZES = [(80, 24), (160, 48)]
-
-
-def make_app(runs_root, interval: float = 3600.0, root=None, gpus: int = 2) -> RgpuApp:
-    return RgpuApp(
-        root=str(root or runs_root.root),
-        interval=interval,
-        clock=runs_root.clock,
-        fake_gpus=gpus,
-    )
 
 
 def option_texts(app: RgpuApp) -> list[str]:
@@ -208,7 +199,7 @@ async def test_no_gpus_says_so_in_one_line_and_the_rest_works(runs_root, monkeyp
 
     # the real NVML code path with the bindings missing, whatever this machine has
     monkeypatch.setitem(sys.modules, "pynvml", None)
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock)
+    app = make_app(runs_root, gpus=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         pane = app.query_one(GpuPane)

@@ -9,20 +9,14 @@ from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.cost import CostScreen
 from rgpu_tui.tui.widgets.cost import CostStrip, IdleBanner
 
-from .helpers import rendered, wait_for
+from .helpers import make_app, rendered, wait_for
 
 SEED = Settings(price_per_hour=3.4828, disk_gb=250, storage_price_gb_month=0.20, rebuild_cost=1.00)
 
 
 async def test_strip_shows_rate_spent_run_epoch_and_finish(runs_root):
     # billing starts when the container (PID 1) started = the fixture's t0; the clock is t0 + 1 h
-    app = RgpuApp(
-        root=str(runs_root.root),
-        interval=3600.0,
-        clock=runs_root.clock,
-        fake_gpus=2,
-        settings=SEED,
-    )
+    app = make_app(runs_root, gpus=2, settings=SEED)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         text = rendered(app.query_one(CostStrip))
@@ -35,7 +29,7 @@ async def test_strip_shows_rate_spent_run_epoch_and_finish(runs_root):
 
 
 async def test_no_price_says_how_to_set_one(runs_root):
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=1)
+    app = make_app(runs_root, gpus=1)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         text = rendered(app.query_one(CostStrip))
@@ -44,13 +38,7 @@ async def test_no_price_says_how_to_set_one(runs_root):
 
 
 async def test_c_opens_the_full_view_with_stop_or_destroy(runs_root):
-    app = RgpuApp(
-        root=str(runs_root.root),
-        interval=3600.0,
-        clock=runs_root.clock,
-        fake_gpus=2,
-        settings=SEED,
-    )
+    app = make_app(runs_root, gpus=2, settings=SEED)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.press("c")

@@ -8,14 +8,13 @@ import re
 import pytest
 from textual.widgets import Footer
 
-from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.widgets.gpus import GpuPane
 from rgpu_tui.tui.widgets.log_pane import LogPane
 from rgpu_tui.tui.widgets.metrics import MetricsPane
 from rgpu_tui.tui.widgets.run_header import RunHeader
 from rgpu_tui.tui.widgets.runs_list import RunsList
 
-from .helpers import wait_for
+from .helpers import make_app, wait_for
 
 PANES = (GpuPane, RunsList, RunHeader, MetricsPane, LogPane, Footer)
 
@@ -24,7 +23,7 @@ PANES = (GpuPane, RunsList, RunHeader, MetricsPane, LogPane, Footer)
     ("gpus", "size"), list(itertools.product([1, 2, 4, 8], [(80, 24), (160, 48)]))
 )
 async def test_every_pane_visible_and_no_row_cut(runs_root, gpus, size):
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=gpus)
+    app = make_app(runs_root, gpus=gpus)
     async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.pause()

@@ -15,11 +15,10 @@ from textual.visual import Visual, visualize
 
 from rgpu_tui.core.snapshot import LogView
 from rgpu_tui.tui import partial
-from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.widgets import log_pane
 from rgpu_tui.tui.widgets.lines import LinePane, changed_span, row_key
 
-from .helpers import wait_for
+from .helpers import make_app, wait_for
 
 
 def key(text: str, *spans) -> tuple:
@@ -94,7 +93,7 @@ def test_a_wide_character_is_never_split() -> None:
 
 
 async def test_a_gpu_reading_repaints_only_its_cells(runs_root, monkeypatch) -> None:
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=2)
+    app = make_app(runs_root)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.pause()
@@ -141,7 +140,7 @@ def looks(strip: Strip) -> list[tuple]:
 
 async def test_rows_render_as_textual_renders_them(runs_root) -> None:
     """The quick path gives the same text and colours as Textual's own Content path."""
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=2)
+    app = make_app(runs_root)
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.press("j", "enter")  # the failed run: red error rows
@@ -177,7 +176,7 @@ async def test_log_lines_are_held_back_then_shown_with_the_next_refresh(
 ) -> None:
     clock = Clock()
     monkeypatch.setattr(log_pane, "time", clock)
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock)
+    app = make_app(runs_root, gpus=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         pane = app.log_pane
@@ -199,7 +198,7 @@ async def test_log_lines_are_held_back_then_shown_with_the_next_refresh(
 
 
 async def test_the_app_refreshes_sooner_when_the_log_holds_lines(runs_root) -> None:
-    app = RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock)
+    app = make_app(runs_root, gpus=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         first = app.snapshot

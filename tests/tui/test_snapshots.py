@@ -8,13 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rgpu_tui.tui.app import RgpuApp
-
-from .helpers import wait_for
-
-
-def _app(runs_root, gpus: int = 2) -> RgpuApp:
-    return RgpuApp(root=str(runs_root.root), interval=3600.0, clock=runs_root.clock, fake_gpus=gpus)
+from .helpers import make_app, wait_for
 
 
 async def _loaded(pilot) -> None:
@@ -27,7 +21,7 @@ async def _loaded(pilot) -> None:
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_running_run(snap_compare, runs_root, size):
-    assert snap_compare(_app(runs_root), terminal_size=size, run_before=_loaded)
+    assert snap_compare(make_app(runs_root), terminal_size=size, run_before=_loaded)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
@@ -40,12 +34,12 @@ def test_failed_run_selected(snap_compare, runs_root, size):
         await wait_for(pilot, lambda: pilot.app.log_pane.is_vertical_scroll_end)
         await pilot.pause()
 
-    assert snap_compare(_app(runs_root), terminal_size=size, run_before=select_failed)
+    assert snap_compare(make_app(runs_root), terminal_size=size, run_before=select_failed)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
 def test_eight_gpus(snap_compare, runs_root, size):
-    assert snap_compare(_app(runs_root, gpus=8), terminal_size=size, run_before=_loaded)
+    assert snap_compare(make_app(runs_root, gpus=8), terminal_size=size, run_before=_loaded)
 
 
 def test_help_screen(snap_compare, runs_root):
@@ -54,4 +48,4 @@ def test_help_screen(snap_compare, runs_root):
         await pilot.press("question_mark")
         await pilot.pause()
 
-    assert snap_compare(_app(runs_root), terminal_size=(80, 24), run_before=open_help)
+    assert snap_compare(make_app(runs_root), terminal_size=(80, 24), run_before=open_help)
