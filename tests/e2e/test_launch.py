@@ -14,11 +14,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from support.waiting import wait_until
 
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.launch import (
@@ -39,18 +40,6 @@ TIMEOUT = 180.0  # generous for slow CI; a 2-epoch run takes about 10 s here
 TRAIN_ARGS = ("pretrained=False", "workers=0", "amp=False", "eval_interval=1", "save_period=1")
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}
 FAST_STOP = Settings(stop_term_after=10, stop_kill_after=20)
-
-
-def _wait(predicate: Callable, what: str, timeout: float = TIMEOUT, on_fail: Callable = None):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            extra = f"\n{on_fail()}" if on_fail else ""
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}{extra}")
-        time.sleep(0.2)
 
 
 def _status(run_dir: str | Path) -> dict:
@@ -77,11 +66,16 @@ def _started(record: LaunchRecord) -> str:
             pytest.fail(f"the launch died: {state.error}\n{_console(record)}")
         return state.run_dir if state.state == "started" else None
 
-    return _wait(check, "the run directory", on_fail=lambda: _console(record))
+    return wait_until(check, "the run directory", TIMEOUT, details=lambda: _console(record))
 
 
 def _ended(record: LaunchRecord) -> None:
-    _wait(lambda: not launch_alive(record), "the trainer to exit", on_fail=lambda: _console(record))
+    wait_until(
+        lambda: not launch_alive(record),
+        "the trainer to exit",
+        TIMEOUT,
+        details=lambda: _console(record),
+    )
 
 
 @pytest.fixture
@@ -124,7 +118,7 @@ def test_launch_completes_and_is_found(trained_dataset: Path, project: Path) -> 
     assert st["pid"] == record.pid
     assert find_run_dir(str(project), record.pid, "run", started_after=record.time) == run_dir
     # the launcher's reaper recorded the exit; the run dir is recorded once found
-    _wait(lambda: read_launches(str(project))[0].returncode == 0, "the exit record", 10)
+    wait_until(lambda: read_launches(str(project))[0].returncode == 0, "the exit record", 10)
     refresh_launches(str(project), time.time())
     (saved,) = read_launches(str(project))
     assert saved.run_dir == run_dir and saved.returncode == 0
@@ -177,7 +171,7 @@ def test_a_run_survives_its_launcher_and_sighup(trained_dataset: Path, project: 
 def test_stop_ends_a_running_run_as_failed(trained_dataset: Path, project: Path) -> None:
     record = launch(_spec(trained_dataset, project, "stopme", 30), env=ENV)
     run_dir = _started(record)
-    _wait(lambda: _status(run_dir).get("current_epoch"), "the first epoch")
+    wait_until(lambda: _status(run_dir).get("current_epoch"), "the first epoch", TIMEOUT)
     seen: list[tuple[str, float | None]] = []
     t0 = time.monotonic()
     result = stop_run(run_dir, FAST_STOP, on_progress=lambda p, s: seen.append((p, s)))
@@ -227,10 +221,10 @@ def test_a_bad_model_name_shows_the_console_error(trained_dataset: Path, project
         assert state.state != "started", "a run with a bad model started"
         return state if state.state == "died" else None
 
-    state = _wait(died, "the launch to die", on_fail=lambda: _console(record))
+    state = wait_until(died, "the launch to die", TIMEOUT, details=lambda: _console(record))
     assert "Unknown model 'yolo9-zz'" in state.error, state
     assert state.tail and state.run_dir is None
-    _wait(lambda: read_launches(str(project))[0].returncode is not None, "the exit record", 10)
+    wait_until(lambda: read_launches(str(project))[0].returncode is not None, "the exit record", 10)
     (saved,) = read_launches(str(project))
     final = launch_state(saved, time.time())
     assert final.state == "died"

@@ -21,7 +21,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import pytest
 from support.hub_server import HubServer
 from support.tmux import Tmux, tmux_executable
 from support.training import Training
+from support.waiting import wait_until
 
 from e2e.test_hub_push import WRITE_TOKEN, checkpoint_bytes, make_run
 from rgpu_tui.core.launch import launch_alive, read_launches
@@ -336,18 +336,6 @@ def _status(run_dir: Path) -> dict:
         return {}
 
 
-def _wait(predicate: Callable[[], object], what: str, timeout: float, details=None) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            extra = f"\n{details()}" if details else ""
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}{extra}")
-        time.sleep(0.2)
-
-
 def _row_of(screen: str, label: str) -> int | None:
     for i, line in enumerate(screen.splitlines()):
         if line.startswith(f"│ {label} "):
@@ -468,7 +456,7 @@ def test_launched_run_survives_kill_server(terminals, home, trained_dataset, tmp
             except OSError as exc:
                 return f"<console log unreadable: {exc}>"
 
-        _wait(
+        wait_until(
             lambda: _status(run_dir).get("state") == "completed",
             "status.json to say completed",
             TRAIN_TIMEOUT,
@@ -476,7 +464,7 @@ def test_launched_run_survives_kill_server(terminals, home, trained_dataset, tmp
         )
         status = _status(run_dir)
         assert status.get("completed_epochs") == 3, status
-        _wait(lambda: not launch_alive(record), "the trainer to exit", 60, console)
+        wait_until(lambda: not launch_alive(record), "the trainer to exit", 60, console)
     finally:
         term.kill()
         _kill_launched(project)

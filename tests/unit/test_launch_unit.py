@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.waiting import wait_until
 
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.launch import (
@@ -53,17 +54,6 @@ PY = sys.executable
 
 
 # -- helpers ----------------------------------------------------------------------
-
-
-def _wait(predicate, timeout: float = 10.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -375,7 +365,7 @@ def test_spawn_detached_restores_sigint_the_launcher_ignores(tmp_path: Path) -> 
     finally:
         signal.signal(signal.SIGINT, old)
     try:
-        _wait(lambda: "ready" in log.read_text(), what="the child to start")
+        wait_until(lambda: "ready" in log.read_text(), what="the child to start")
         assert psutil.Process(proc.pid).cmdline()[1:3] == [
             "-c",
             "import time; print('ready', flush=True); time.sleep(30)",
@@ -464,7 +454,7 @@ def test_launch_records_and_finds_the_renamed_run(
     assert record.create_time is not None and os.path.isfile(record.console_log)
     assert record.console_log.startswith(str(project / ".rgpu" / "console"))
 
-    state = _wait(
+    state = wait_until(
         lambda: (s := launch_state(record, time.time())).state == "started" and s,
         what="the run directory",
     )
@@ -476,7 +466,7 @@ def test_launch_records_and_finds_the_renamed_run(
     (saved,) = read_launches(str(project))
     assert saved.run_dir == state.run_dir and saved.pid == record.pid
     assert saved.argv == record.argv
-    _wait(lambda: read_launches(str(project))[0].returncode == 0, what="the exit record")
+    wait_until(lambda: read_launches(str(project))[0].returncode == 0, what="the exit record")
     assert "setting up" in Path(record.console_log).read_text()
 
 
@@ -485,7 +475,7 @@ def test_a_launch_that_dies_early_shows_the_console_error(
 ) -> None:
     spec = make_spec(str(data_yaml), str(project), model="yolo9-zz", name="bad")
     record = launch(spec, env=_env(FAKE_MODE="bad_model"), executable=fake_libreyolo)
-    state = _wait(
+    state = wait_until(
         lambda: (s := launch_state(record, time.time())).state == "died" and s,
         what="the launch to die",
     )
@@ -495,7 +485,7 @@ def test_a_launch_that_dies_early_shows_the_console_error(
     assert "| ERROR" not in state.error  # the log prefix is cut
     assert any("Suggestion" in line for line in state.tail)
     # once the reaper recorded the exit, the record carries the status
-    _wait(lambda: read_launches(str(project))[0].returncode == 4, what="the exit record")
+    wait_until(lambda: read_launches(str(project))[0].returncode == 4, what="the exit record")
     again = launch_state(read_launches(str(project))[0], time.time())
     assert again.state == "died" and again.error.startswith("exited with status 4")
     # a refresh records the death once; later states come from the record alone

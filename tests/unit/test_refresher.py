@@ -5,14 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
+from support.waiting import wait_until
+
 from rgpu_tui.tui.refresher import Refresher
-
-
-def _wait(cond, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "condition not met"
-        time.sleep(0.005)
 
 
 def test_builds_when_due_and_not_before() -> None:
@@ -24,7 +19,7 @@ def test_builds_when_due_and_not_before() -> None:
         r.schedule(0.3)
         time.sleep(0.1)
         assert built == []
-        _wait(lambda: len(built) == 1)
+        wait_until(lambda: len(built) == 1, timeout=5.0)
         assert built[0] - t0 >= 0.3
     finally:
         r.stop(timeout=2)
@@ -38,11 +33,11 @@ def test_an_earlier_request_wins_over_a_later_one() -> None:
         r.schedule(3600)  # the periodic refresh, far away
         t0 = time.monotonic()
         r.schedule(0)  # a key press: now
-        _wait(lambda: len(built) == 1)
+        wait_until(lambda: len(built) == 1, timeout=5.0)
         assert built[0] - t0 < 1.0
         r.schedule(0)
         r.schedule(3600)  # does not push "now" back
-        _wait(lambda: len(built) == 2)
+        wait_until(lambda: len(built) == 2, timeout=5.0)
     finally:
         r.stop(timeout=2)
 
@@ -64,13 +59,13 @@ def test_builds_never_overlap_and_a_request_during_a_build_is_served_after_it() 
     r.start()
     try:
         r.schedule(0)
-        _wait(lambda: running)
+        wait_until(lambda: running, timeout=5.0)
         r.schedule(0)  # asked while the first build runs
         r.schedule(0)  # twice: still one more build
         time.sleep(0.1)
         assert len(overlaps) == 1
         gate.set()
-        _wait(lambda: len(done) == 2)
+        wait_until(lambda: len(done) == 2, timeout=5.0)
         time.sleep(0.1)
         assert len(done) == 2 and overlaps == [0, 0]
     finally:
