@@ -27,6 +27,7 @@ from pathlib import Path
 import psutil
 import pytest
 from support.hub_server import HubServer
+from support.readme_example import PRICE_FLAGS
 from support.tmux import Tmux, tmux_executable
 from support.training import Training
 from support.waiting import wait_until
@@ -38,17 +39,6 @@ REPO = Path(__file__).resolve().parents[2]
 RGPU_TUI = Path(sys.executable).parent / "rgpu-tui"
 REPLAY = REPO / "bench" / "replay.py"
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((200, 50), id="200x50")]
-# the README's example: break-even 14.4 h
-PRICE_FLAGS = (
-    "--price-per-hour",
-    "3.4828",
-    "--disk-gb",
-    "250",
-    "--storage-price-gb-month",
-    "0.20",
-    "--rebuild-cost",
-    "1.00",
-)
 TRAIN_TIMEOUT = 180.0  # a 3-epoch CPU run takes ~30 s here; generous for a loaded CI box
 UI_TIMEOUT = 20.0
 TRAIN_ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg"}

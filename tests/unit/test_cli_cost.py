@@ -13,17 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-EXAMPLE = [
-    "--price-per-hour",
-    "3.4828",
-    "--disk-gb",
-    "250",
-    "--storage-price-gb-month",
-    "0.20",
-    "--rebuild-cost",
-    "1.00",
-]
+from support.readme_example import COST_JSON_KEYS, PRICE_FLAGS
 
 
 @pytest.fixture
@@ -59,7 +49,7 @@ def line(stdout: str, label: str) -> str:
 
 
 def test_the_seed_example(home: Path) -> None:
-    proc = rgpu(home, "cost", *EXAMPLE)
+    proc = rgpu(home, "cost", *PRICE_FLAGS)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert line(proc.stdout, "running") == "running       $3.48/h  (--price-per-hour)"
@@ -82,14 +72,10 @@ def test_no_price_is_one_line_saying_how_to_set_it(home: Path) -> None:
 
 
 def test_json_keys_with_a_run(home: Path, sample_run: Path) -> None:
-    proc = rgpu(home, "cost", str(sample_run.parent), "--json", *EXAMPLE)
+    proc = rgpu(home, "cost", str(sample_run.parent), "--json", *PRICE_FLAGS)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    keys = (
-        "configured price_per_hour billing_started_at billed_hours spent run_spent per_epoch "
-        "to_finish projected_total stopped_per_hour break_even_hours stop_saving_percent "
-        "idle_seconds idle_spent balance_left balance_runs_out_at warnings"
-    ).split()
+    keys = COST_JSON_KEYS
     assert set(keys) <= set(data)
     assert data["configured"] is True and data["price_per_hour"] == 3.4828
     assert data["run_spent"] > 0 and data["to_finish"] == 0.0  # the sample run completed
@@ -100,7 +86,7 @@ def test_json_keys_with_a_run(home: Path, sample_run: Path) -> None:
 
 
 def test_text_names_the_run(home: Path, sample_run: Path) -> None:
-    proc = rgpu(home, "cost", str(sample_run), *EXAMPLE)
+    proc = rgpu(home, "cost", str(sample_run), *PRICE_FLAGS)
     assert proc.returncode == 0, proc.stderr
     assert line(proc.stdout, "run").startswith("run run1")
     assert "in all" in line(proc.stdout, "run")
@@ -155,7 +141,7 @@ def test_bad_settings_stop_every_command(home: Path, sample_run: Path, command: 
 
 
 def test_snapshot_json_carries_the_cost(home: Path, sample_run: Path) -> None:
-    proc = rgpu(home, "snapshot", str(sample_run), "--json", *EXAMPLE)
+    proc = rgpu(home, "snapshot", str(sample_run), "--json", *PRICE_FLAGS)
     assert proc.returncode == 0, proc.stderr
     cost = json.loads(proc.stdout)["cost"]
     assert cost["configured"] is True and cost["run_spent"] > 0

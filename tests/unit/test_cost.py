@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import psutil
 import pytest
+from support.readme_example import COST_JSON_KEYS
 
 from rgpu_tui.core import cost as cost_mod
 from rgpu_tui.core.config import Settings
@@ -372,11 +373,7 @@ def test_sample_never_raises() -> None:
 def test_json_has_the_documented_keys() -> None:
     s = seed_settings(balance=10.0, balance_at=NOW)
     data = cost_to_json(cost_once(s, NOW, (run(),), run()))
-    keys = (
-        "configured price_per_hour billing_started_at billed_hours spent run_spent per_epoch "
-        "to_finish projected_total stopped_per_hour break_even_hours stop_saving_percent "
-        "idle_seconds idle_spent balance_left balance_runs_out_at warnings"
-    ).split()
+    keys = COST_JSON_KEYS
     assert set(keys) <= set(data)
     assert data["billing_started_at"] == iso(NOW - 7200)
     assert data["warnings"] == []
