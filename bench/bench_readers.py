@@ -46,7 +46,7 @@ from datetime import datetime
 from pathlib import Path
 
 import benchlib
-from benchlib import METRIC_KEYS, METRIC_KEYS_2, log, utc_iso
+from benchlib import METRIC_KEYS, METRIC_KEYS_2, add_speed_and_lr, log, utc_iso
 
 REPO = Path(__file__).resolve().parents[1]
 MARKER = "bench_fixture.json"
@@ -60,17 +60,6 @@ GOAL_MS = 2.0
 
 # Column order and kinds of a real libreyolo 1.6 metrics.jsonl row (yolo9, detect).
 LOSS_KEYS = ("train/loss", "train/box_loss", "train/cls_loss", "train/dfl_loss")
-SPEED_KEYS = (
-    "speed/preprocess_ms",
-    "speed/inference_ms",
-    "speed/postprocess_ms",
-    "speed/total_ms",
-    "speed/total_s",
-    "speed/images_seen",
-)
-LR_KEYS = ("lr/group0", "lr/group1", "lr/group2")
-
-
 # -- fixture ------------------------------------------------------------------
 
 
@@ -115,16 +104,7 @@ class RowMaker:
         row["metrics/max_det"] = 100.0
         for key in METRIC_KEYS_2:
             row[key] = min(1.0, max(0.0, quality * 1.3 + r.gauss(0.0, 0.02)))
-        pre, inf, post = 0.05 + r.random() * 0.02, 11.0 + r.random(), 0.1 + r.random() * 0.05
-        row["speed/preprocess_ms"] = pre
-        row["speed/inference_ms"] = inf
-        row["speed/postprocess_ms"] = post
-        row["speed/total_ms"] = pre + inf + post + r.random()
-        row["speed/total_s"] = 0.1 + r.random() * 0.01
-        row["speed/images_seen"] = 5000.0
-        lr = 0.0001 + 0.0099 * 0.5 * (1.0 + math.cos(math.pi * frac))
-        for key in LR_KEYS:
-            row[key] = lr
+        add_speed_and_lr(row, r, frac)
         return row
 
     def line(self, epoch: int) -> bytes:

@@ -6,6 +6,7 @@ import this module by its plain name.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import sys
@@ -39,6 +40,22 @@ METRIC_KEYS_2 = (
     "metrics/best_conf",
     "metrics/best_conf_f1",
 )
+LR_KEYS = ("lr/group0", "lr/group1", "lr/group2")
+
+
+def add_speed_and_lr(row: dict, rng, frac: float) -> None:
+    """The speed and learning-rate columns that end a row, `frac` of the way through
+    training (cosine schedule)."""
+    pre, inf, post = 0.05 + rng.random() * 0.02, 11.0 + rng.random(), 0.1 + rng.random() * 0.05
+    row["speed/preprocess_ms"] = pre
+    row["speed/inference_ms"] = inf
+    row["speed/postprocess_ms"] = post
+    row["speed/total_ms"] = pre + inf + post + rng.random()
+    row["speed/total_s"] = 0.1 + rng.random() * 0.01
+    row["speed/images_seen"] = 5000.0
+    lr = 0.0001 + 0.0099 * 0.5 * (1.0 + math.cos(math.pi * frac))
+    for key in LR_KEYS:
+        row[key] = lr
 
 
 def log(msg: str) -> None:

@@ -45,7 +45,7 @@ from collections import deque
 from datetime import datetime
 from pathlib import Path
 
-from benchlib import METRIC_KEYS, METRIC_KEYS_2, utc_iso
+from benchlib import METRIC_KEYS, METRIC_KEYS_2, add_speed_and_lr, utc_iso
 
 STATUS = "status.json"
 METRICS = "metrics.jsonl"
@@ -371,16 +371,7 @@ class Replayer:
         row["metrics/max_det"] = 100.0
         for key in METRIC_KEYS_2:
             row[key] = min(1.0, max(0.0, quality * METRIC_SCALE[key] + r.gauss(0.0, 0.015)))
-        pre, inf, post = 0.05 + r.random() * 0.02, 11.0 + r.random(), 0.1 + r.random() * 0.05
-        row["speed/preprocess_ms"] = pre
-        row["speed/inference_ms"] = inf
-        row["speed/postprocess_ms"] = post
-        row["speed/total_ms"] = pre + inf + post + r.random()
-        row["speed/total_s"] = 0.1 + r.random() * 0.01
-        row["speed/images_seen"] = 5000.0
-        lr = 0.0001 + 0.0099 * 0.5 * (1.0 + math.cos(math.pi * frac))
-        for key in ("lr/group0", "lr/group1", "lr/group2"):
-            row[key] = lr
+        add_speed_and_lr(row, r, frac)
         return row
 
     def _write_lines_until(self, t: float) -> None:
