@@ -500,11 +500,9 @@ def test_a_launch_that_dies_early_shows_the_console_error(
     assert Path(launches_path(str(project))).read_text().count('"kind": "died"') == 1
 
 
-def test_a_live_launch_without_status_json_is_starting(tmp_path: Path, children) -> None:
-    proc = _start_child(children, SLEEPER)
-    log = tmp_path / "c.log"
-    log.write_text("downloading weights\x1b[0m\r 50%\r100%\n")
-    record = LaunchRecord(
+def _record_of(proc, project: Path, console_log: Path) -> LaunchRecord:
+    """The launch record of a running child, as launch() would write it."""
+    return LaunchRecord(
         id="x",
         time=time.time(),
         pid=proc.pid,
@@ -512,10 +510,17 @@ def test_a_live_launch_without_status_json_is_starting(tmp_path: Path, children)
         argv=(),
         command="",
         cwd="/",
-        project=str(tmp_path),
+        project=str(project),
         name="exp",
-        console_log=str(log),
+        console_log=str(console_log),
     )
+
+
+def test_a_live_launch_without_status_json_is_starting(tmp_path: Path, children) -> None:
+    proc = _start_child(children, SLEEPER)
+    log = tmp_path / "c.log"
+    log.write_text("downloading weights\x1b[0m\r 50%\r100%\n")
+    record = _record_of(proc, tmp_path, log)
     state = launch_state(record, time.time() + 3)
     assert state.state == "starting" and state.error is None
     assert state.tail == ("100%",) and state.console_log == str(log)
@@ -609,18 +614,7 @@ def test_stop_escalates_to_sigkill(tmp_path: Path, children) -> None:
 
 def test_stop_launch_of_a_starting_run(tmp_path: Path, children) -> None:
     proc = _start_child(children, SLEEPER)
-    record = LaunchRecord(
-        id="x",
-        time=time.time(),
-        pid=proc.pid,
-        create_time=psutil.Process(proc.pid).create_time(),
-        argv=(),
-        command="",
-        cwd="/",
-        project=str(tmp_path),
-        name="exp",
-        console_log=str(tmp_path / "c.log"),
-    )
+    record = _record_of(proc, tmp_path, tmp_path / "c.log")
     result = stop_launch(record, Settings(), sleep=time.sleep)
     assert result.ok and result.signals_sent == ("SIGINT",) and result.final_state == "died"
     assert proc.wait(5) == -signal.SIGINT  # KeyboardInterrupt in the child
