@@ -266,6 +266,40 @@ def cpu_seconds(proc: psutil.Process) -> float:
     return t.user + t.system
 
 
+def thread_cpu_ns(pid: int) -> dict[int, tuple[int, int]]:
+    """(CPU time in ns, times scheduled onto a CPU) of each thread of *pid*, from
+    /proc/PID/task/TID/schedstat (exact, unlike the tick-based utime/stime); threads that end
+    between reads are skipped."""
+    out: dict[int, tuple[int, int]] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "schedstat").read_text().split()
+            out[int(task.name)] = (int(fields[0]), int(fields[2]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def threads_ms_per_s(pid: int, before: dict[int, tuple[int, int]], wall: float) -> list[dict]:
+    """ms of CPU and wake-ups per second of each thread over the window, the main thread
+    first, then by thread id (the order they started in). A wake-up is not free: on the
+    2-core VM of bench/RESULTS.md an idle thread waking 10 times a second costs 2 ms/s."""
+    after = thread_cpu_ns(pid)
+    order = sorted(after, key=lambda tid: (tid != pid, tid))
+    rows = []
+    for n, tid in enumerate(order):
+        ns0, runs0 = before.get(tid, (0, 0))
+        ns1, runs1 = after[tid]
+        rows.append(
+            {
+                "thread": "main" if tid == pid else f"thread {n}",
+                "ms_per_s": round((ns1 - ns0) / 1e6 / wall, 3),
+                "wakes_per_s": round((runs1 - runs0) / wall, 1),
+            }
+        )
+    return rows
+
+
 def find_tmux_pane_pid(env: dict, timeout: float = 10.0) -> int | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -309,6 +343,7 @@ def session(args, root: Path, base: Path, cols: int, rows: int, tmux: bool = Fal
         res["first_frame_s"] = rec.first_time(FIRST_FRAME, t_spawn)
         t0, c0, b0 = time.monotonic(), cpu_seconds(proc), rec.bytes_now()
         s0 = cpu_seconds(server) if server else None
+        th0 = thread_cpu_ns(app_pid)
         slices: list[tuple[float, float, int]] = [(t0, c0, b0)]
         end = t0 + args.seconds
         while (now := time.monotonic()) < end:
@@ -319,6 +354,7 @@ def session(args, root: Path, base: Path, cols: int, rows: int, tmux: bool = Fal
         res["seconds"] = round(wall, 2)
         res["cpu_percent"] = 100.0 * (c1 - c0) / wall
         res["bytes_per_s"] = (b1 - b0) / wall
+        res["thread_ms_per_s"] = threads_ms_per_s(app_pid, th0, wall)
         per_s = [
             (b - pb) / (t - pt)
             for (pt, _pc, pb), (t, _c, b) in zip(slices, slices[1:], strict=False)
@@ -687,6 +723,13 @@ def print_report(res: dict) -> None:
             f"{r['bytes_per_s_p50']:9.0f} {r['bytes_per_s_max']:9.0f} {r['rss_mb_end']:7.1f} "
             f"{'-' if ff is None else f'{ff:.2f}s':>9}  {r['stopped_by']} ({r['exit_code']})"
             + (f"  tmux server {r['tmux_server_cpu_percent']:.2f}%" if r["mode"] == "tmux" else "")
+        )
+        print(
+            f"{'':>17} ms of CPU a second by thread (wake-ups a second): "
+            + ", ".join(
+                f"{t['thread']} {t['ms_per_s']:.2f} ({t['wakes_per_s']:.0f} wakes)"
+                for t in r["thread_ms_per_s"]
+            )
         )
     if res.get("starts"):
         print(

@@ -35,7 +35,7 @@ from ..core.hub import (
 from ..core.launch import LaunchRecord, stop_run
 from ..core.preflight import gpu_preflight, preflight_to_text
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
-from . import partial
+from . import input_wait, partial
 from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
 from .refresher import Refresher
 from .screens.cost import CostScreen
@@ -81,6 +81,7 @@ class RgpuApp(App[int]):
     ) -> None:
         super().__init__()
         partial.install()  # partial updates start where the change starts
+        input_wait.install()  # the input thread sleeps until there is input
         self.root_arg = root
         self.interval = interval
         self.clock = clock
