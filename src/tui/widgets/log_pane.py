@@ -6,6 +6,7 @@ import os
 import re
 import time
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual.dom import DOMNode
@@ -137,6 +138,14 @@ class LogPane(Log):
             # after clear() Log's own auto-scroll sees a stale offset, and the pane's
             # height may change in this same refresh: scroll once the layout is done
             self.call_after_refresh(self._to_end)
+
+    def _update_size(self, updates: int, lines: list[str]) -> None:
+        """Log measures new lines on a thread worker that calls back into the app: a worker,
+        its state messages and two thread hops for each write. Lines here are at most
+        `core.tail.MAX_LOG_LINE` characters and come a few dozen at a time: measured in place."""
+        if lines:
+            width = max(cell_len(self._process_line(line)) for line in lines)
+            self._update_maximum_width(updates, width)
 
     def render_line(self, y: int) -> Strip:
         """A scroll repaints every row, but most rows show a line shown a moment ago one
