@@ -11,6 +11,7 @@ from rich.style import Style
 from rich.text import Text
 from textual._compositor import ChopsUpdate
 from textual.strip import Strip
+from textual.widgets import Log
 from textual.visual import Visual, visualize
 
 from rgpu_tui.core.snapshot import LogView
@@ -158,6 +159,27 @@ async def test_rows_render_as_textual_renders_them(runs_root) -> None:
                 assert looks(quick) == looks(own), (type(pane).__name__, row.plain)
                 checked += 1
         assert checked >= 12
+
+
+async def test_log_lines_render_as_textual_log_renders_them(runs_root) -> None:
+    """The log's quick path gives Log's own segments, styles and selection offsets."""
+    app = make_app(runs_root, gpus=None)
+    async with app.run_test(size=(60, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        pane = app.log_pane
+        width = pane.size.width
+        plain = ["x", "epoch 3/10 loss 1.25", "a" * (width - 1), "b" * width, "c" * 300]
+        other = ["", "tab\there", "数据 loss", "bell\x07", "é"]
+        pane._lines = plain + other
+        style = pane.rich_style
+        for index, line in enumerate(plain):
+            quick = log_pane.quick_line(line, index, 0, width, style)
+            own = Log._render_line(pane, index, 0, width)
+            assert list(quick) == list(own), line
+            assert quick.cell_length == own.cell_length == width
+        for index, line in enumerate(other, start=len(plain)):
+            assert log_pane.quick_line(line, index, 0, width, style) is None  # Log renders it
+        assert log_pane.quick_line("x", 0, 3, width, style) is None  # scrolled sideways
 
 
 # -- the log holds lines back for at most LOG_PERIOD ----------------------------------

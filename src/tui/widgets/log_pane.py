@@ -7,6 +7,7 @@ import re
 import time
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.dom import DOMNode
@@ -44,6 +45,22 @@ def appended(old: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...] | No
         if new[end - len(tail) : end] == tail:
             return new[end:] if end < len(new) else ()
     return None
+
+
+def quick_line(line: str, index: int, scroll_x: int, width: int, style: Style) -> Strip | None:
+    """What Textual's Log renders for line `index` when it is printable ASCII and the log
+    is not scrolled sideways (an empty line has an extra empty segment in Log's
+    rendering): the visible text and the padding, each with the "offset"
+    meta that text selection reads. Log builds three strips (and Rich Text) to get there,
+    ~0.12 ms a line against ~0.01 ms; None for any other line (Log renders those)."""
+    if scroll_x or not (line and line.isascii() and line.isprintable()):
+        return None
+    text = line[:width]
+    segments = [Segment(text, style + Style.from_meta({"offset": (0, index)}))]
+    if len(text) < width:
+        pad = Style.from_meta({"offset": (len(text), index)})
+        segments.append(Segment(" " * (width - len(text)), style + pad))
+    return Strip(segments, width)
 
 
 class LogTitle(LinePane):
@@ -149,17 +166,22 @@ class LogPane(Log):
 
     def render_line(self, y: int) -> Strip:
         """A scroll repaints every row, but most rows show a line shown a moment ago one
-        row lower: those come from a small cache instead of being rendered again."""
+        row lower: those come from a small cache instead of being rendered again. A new
+        plain line renders through `quick_line`, anything else as Log renders it."""
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         if self.text_selection is not None or index >= len(self._lines):
             return super().render_line(y)
-        key = (index, self._lines[index], scroll_x, self.size.width, self.rich_style)
+        line = self._lines[index]
+        width = self.size.width
+        style = self.rich_style
+        key = (index, line, scroll_x, width, style)
         strips = self._strips if self._strips is not None else {}
         self._strips = strips
         strip = strips.get(key)
         if strip is None:
-            strip = strips[key] = super().render_line(y)
+            strip = quick_line(line, index, scroll_x, width, style) or super().render_line(y)
+            strips[key] = strip
             if len(strips) > 3 * self.size.height + 16:
                 for old in list(strips)[: len(strips) // 2]:  # the oldest half
                     del strips[old]
