@@ -25,7 +25,7 @@ from .snapshot import (
     Snapshot,
     fmt_duration,
 )
-from .status import StatusReader, check_pid, derive_state, parse_time, stall_limit
+from .status import PidWatch, StatusReader, derive_state, parse_time, stall_limit
 from .tail import LogTail
 from .values import int_or_none as _int
 from .values import num as _num
@@ -46,6 +46,11 @@ class RunWatcher:
         self.metrics = MetricsReader(run_dir)
         self._metrics_view: tuple[int, MetricsView] | None = None
         self._pushes: tuple[tuple, PushInfo] | None = None
+        self._pid = PidWatch()
+
+    def close(self) -> None:
+        """Release the pidfd of a running run (the watcher is dropped)."""
+        self._pid.close()
 
     def activity(self) -> float:
         newest = 0.0
@@ -91,7 +96,11 @@ class RunWatcher:
 
         started_at = parse_time(st.get("started_at"))
         pid = _int(st.get("pid"))
-        pid_check = check_pid(pid, started_at) if status_state == "running" else None
+        pid_check = None
+        if status_state == "running":
+            pid_check = self._pid.check(pid, started_at)
+        else:
+            self._pid.close()
         pid_alive = pid_check.alive if pid_check else None
 
         mean_epoch = _num(st.get("mean_epoch_seconds"))
@@ -275,6 +284,8 @@ class RunsWatcher:
 
     def refresh(self, now: float, selected: str | None = None) -> Snapshot:
         if not os.path.isdir(self.root):
+            for watcher in self._runs.values():
+                watcher.close()
             self._runs.clear()
             self._logs.clear()
             what = "is not a directory" if os.path.exists(self.root) else "does not exist"
@@ -289,7 +300,7 @@ class RunsWatcher:
             )
         found = self.finder.scan()
         for gone in set(self._runs) - set(found):
-            del self._runs[gone]
+            self._runs.pop(gone).close()
             self._logs.pop(gone, None)
         infos = []
         for run_dir in found:

@@ -6,10 +6,12 @@ import builtins
 import errno
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import psutil
 import pytest
+from support.waiting import wait_until
 
 from rgpu_tui.core import status as status_mod
 from rgpu_tui.core.status import (
@@ -17,6 +19,7 @@ from rgpu_tui.core.status import (
     PID_REUSE_SLACK_S,
     STALL_MIN_S,
     PidCheck,
+    PidWatch,
     StatusReader,
     check_pid,
     derive_state,
@@ -232,6 +235,79 @@ def test_check_pid_access_denied_counts_as_alive(monkeypatch) -> None:
 
     monkeypatch.setattr(status_mod.psutil, "Process", Denied)
     assert check_pid(4242, None).alive is True
+
+
+# -- PidWatch: check_pid, refresh after refresh --------------------------------------
+
+
+@pytest.fixture
+def full_checks(monkeypatch) -> list:
+    """Counts the full (psutil) checks PidWatch makes."""
+    calls: list = []
+    real = status_mod.check_pid
+
+    def counting(pid, started_at):
+        calls.append(pid)
+        return real(pid, started_at)
+
+    monkeypatch.setattr(status_mod, "check_pid", counting)
+    return calls
+
+
+needs_pidfd = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfd here")
+
+
+@needs_pidfd
+@pytest.mark.parametrize("reap", [False, True], ids=["zombie", "reaped"])
+def test_pid_watch_sees_the_trainer_die_without_reading_proc(full_checks, reap) -> None:
+    proc = subprocess.Popen(["sleep", "30"])
+    watch = PidWatch()
+    try:
+        started = psutil.Process(proc.pid).create_time()
+        assert watch.check(proc.pid, started).alive is True
+        for _ in range(3):
+            assert watch.check(proc.pid, started).alive is True
+        assert len(full_checks) == 1  # later checks are one poll() of the pidfd
+        proc.kill()
+        if reap:
+            proc.wait()
+        else:
+            ps = psutil.Process(proc.pid)
+            wait_until(lambda: ps.status() == psutil.STATUS_ZOMBIE, "the zombie")
+        result = watch.check(proc.pid, started)
+        assert result.alive is False  # the next check after the kill
+        assert ("zombie" if not reap else "is gone") in result.reason
+        assert len(full_checks) == 2  # the full check says why
+    finally:
+        proc.kill()
+        proc.wait()
+        watch.close()
+
+
+@needs_pidfd
+def test_pid_watch_checks_again_when_status_json_names_another_process(
+    full_checks, live_process: psutil.Process
+) -> None:
+    watch = PidWatch()
+    created = live_process.create_time()
+    assert watch.check(live_process.pid, created).alive is True
+    # a newer run wrote status.json with an older start for the same pid: a reused pid
+    result = watch.check(live_process.pid, created - 3600)
+    assert result.alive is False and "newer process" in result.reason
+    assert watch.check(None, None) == PidCheck(False, "no pid in status.json")
+    assert len(full_checks) == 3
+    watch.close()
+    watch.close()  # twice is harmless
+
+
+def test_pid_watch_without_pidfds_checks_fully_every_time(
+    full_checks, live_process: psutil.Process, monkeypatch
+) -> None:
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    watch = PidWatch()
+    for _ in range(3):
+        assert watch.check(live_process.pid, None).alive is True
+    assert len(full_checks) == 3
 
 
 # -- stall_limit / derive_state ---------------------------------------------------
