@@ -102,7 +102,7 @@ class RgpuApp(App[int]):
         self.snapshot: Snapshot | None = None
         self.refresh_error: str | None = None
         self._lock = threading.Lock()
-        self._refresher = Refresher(self._build_snapshot)
+        self._refresher = Refresher(self._build_snapshot, period=interval)
         if theme_name:
             if theme_name not in self.available_themes:
                 names = ", ".join(sorted(self.available_themes))

@@ -4,6 +4,8 @@ A Textual thread worker per refresh, plus a timer for the next one, costs about
 0.25% of a core at 1 Hz in worker objects, state-change messages and timer tasks,
 before any work is done (measured with an app that does nothing else). One
 long-lived thread that sleeps until the next refresh is due costs a tenth of that.
+With a `period` it also needs no wake-up from the app to keep the beat: on the 2-core
+VM of bench/RESULTS.md every wake-up of a sleeping thread costs about 0.1 ms.
 """
 
 from __future__ import annotations
@@ -19,12 +21,27 @@ class Refresher:
     `schedule(delay)` asks for a refresh `delay` seconds from now; an earlier request
     wins, so "now" is never pushed back by a periodic one. Builds never overlap: a
     request made during a build is served right after it.
+
+    With `period`, the next refresh also falls due `period` seconds after each build
+    without being asked, so the app's own "again in a second" after it applied a
+    snapshot is later than what is already due and wakes nothing. It is still the
+    app's go-ahead: a build whose result the app has not acknowledged with
+    `schedule()` yet waits for it, so a busy app is never handed a second snapshot
+    before it took the first (and then the next comes when the app asks for it).
     """
 
-    def __init__(self, build: Callable[[], None], name: str = "rgpu-refresh") -> None:
+    def __init__(
+        self,
+        build: Callable[[], None],
+        period: float | None = None,
+        name: str = "rgpu-refresh",
+    ) -> None:
         self._build = build
+        self._period = period
         self._cond = threading.Condition()
         self._due: float | None = None  # time.monotonic() of the next build
+        self._acked = True  # schedule() was called since the last build began
+        self._blocked = False  # due, waiting for schedule()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -34,7 +51,8 @@ class Refresher:
     def schedule(self, delay: float) -> None:
         due = time.monotonic() + max(delay, 0.0)
         with self._cond:
-            if self._due is None or due < self._due:
+            self._acked = True
+            if self._blocked or self._due is None or due < self._due:
                 self._due = due
                 self._cond.notify()
 
@@ -50,14 +68,21 @@ class Refresher:
         while True:
             with self._cond:
                 while not self._stopping:
+                    wait = None
                     if self._due is not None:
                         wait = self._due - time.monotonic()
                         if wait <= 0:
-                            break
-                    else:
-                        wait = None
+                            if self._acked:
+                                break
+                            self._blocked, wait = True, None
                     self._cond.wait(wait)
+                    self._blocked = False
                 if self._stopping:
                     return
                 self._due = None
+                self._acked = False
             self._build()
+            if self._period is not None:
+                with self._cond:
+                    if self._due is None:  # a request made during the build stays
+                        self._due = time.monotonic() + self._period

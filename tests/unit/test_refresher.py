@@ -82,3 +82,37 @@ def test_stop_ends_the_thread_and_no_build_follows() -> None:
     time.sleep(0.4)
     assert built == []
     assert not r._thread.is_alive()
+
+
+def test_with_a_period_the_beat_needs_no_request_but_waits_for_the_go_ahead() -> None:
+    built: list[float] = []
+    r = Refresher(lambda: built.append(time.monotonic()), period=0.2)
+    r.start()
+    try:
+        r.schedule(0)
+        wait_until(lambda: len(built) == 1, timeout=5.0)
+        r.schedule(3600)  # the app applied it: "again in an hour" is later than what is due
+        wait_until(lambda: len(built) == 2, timeout=5.0)
+        assert 0.2 <= built[1] - built[0] < 3000  # the period, not the hour
+        # no go-ahead for the second build's result: no third build, however long
+        time.sleep(0.6)
+        assert len(built) == 2
+        t_ack = time.monotonic()
+        r.schedule(0.3)  # the go-ahead comes late: the app's own delay counts from it
+        wait_until(lambda: len(built) == 3, timeout=5.0)
+        assert built[2] - t_ack >= 0.3
+    finally:
+        r.stop(timeout=2)
+
+
+def test_without_a_period_nothing_is_built_unasked() -> None:
+    built: list[float] = []
+    r = Refresher(lambda: built.append(time.monotonic()))
+    r.start()
+    try:
+        r.schedule(0)
+        wait_until(lambda: len(built) == 1, timeout=5.0)
+        time.sleep(0.5)
+        assert len(built) == 1
+    finally:
+        r.stop(timeout=2)
