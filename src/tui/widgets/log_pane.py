@@ -48,12 +48,12 @@ def appended(old: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...] | No
 
 
 def quick_line(line: str, index: int, scroll_x: int, width: int, style: Style) -> Strip | None:
-    """What Textual's Log renders for line `index` when it is printable ASCII and the log
-    is not scrolled sideways (an empty line has an extra empty segment in Log's
-    rendering): the visible text and the padding, each with the "offset"
-    meta that text selection reads. Log builds three strips (and Rich Text) to get there,
-    ~0.12 ms a line against ~0.01 ms; None for any other line (Log renders those)."""
-    if scroll_x or not (line and line.isascii() and line.isprintable()):
+    """What Textual's Log renders for line `index` when the line is non-empty printable
+    ASCII and the log is not scrolled sideways: the visible text and the padding, each
+    with the "offset" meta that text selection reads (a test compares them with Log's).
+    Log gets there through Rich Text and three strips, 49 us a line in a loop against
+    8 us; None for any other line, which Log renders."""
+    if width <= 0 or scroll_x or not (line and line.isascii() and line.isprintable()):
         return None
     text = line[:width]
     segments = [Segment(text, style + Style.from_meta({"offset": (0, index)}))]
