@@ -11,8 +11,8 @@ from rich.style import Style
 from rich.text import Text
 from textual._compositor import ChopsUpdate
 from textual.strip import Strip
-from textual.widgets import Log
 from textual.visual import Visual, visualize
+from textual.widgets import Log
 
 from rgpu_tui.core.snapshot import LogView
 from rgpu_tui.tui import partial
