@@ -3,8 +3,9 @@ metric sparklines, log tail.
 
 One refresh loop: the refresher's thread builds the next Snapshot with core's
 Collector and posts it; the app hands each pane its slice; a pane repaints
-only when its slice changed. The next refresh is scheduled when the current
-one has been applied, so a slow disk never piles refreshes up.
+only when its slice changed. The refresher keeps a one-interval beat of its own,
+but builds the next Snapshot only after the app applied the last one, so a slow
+disk or a busy app never piles refreshes up.
 """
 
 from __future__ import annotations
@@ -189,8 +190,9 @@ class RgpuApp(App[int]):
         self._refresh_done()
 
     def _refresh_done(self) -> None:
-        # the next one an interval after this one was shown, so a slow disk never piles
-        # refreshes up; sooner when the log holds lines back, so they come with its frame
+        # the go-ahead for the next one: an interval from now (the refresher's own beat,
+        # due a little earlier, wins); sooner when the log holds lines back, so they come
+        # with its frame
         held = self.log_pane.pending_in()
         self._refresher.schedule(self.interval if held is None else min(self.interval, held))
 
