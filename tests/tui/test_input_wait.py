@@ -56,9 +56,12 @@ class Child:
         self.out = tmp_path / f"{mode}.txt"
         self.out.touch()
         self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            os.environ["TERM"] = "xterm-256color"
-            os.execv(sys.executable, [sys.executable, str(script), str(self.out), mode])
+        if self.pid == 0:  # the child: never returns into pytest
+            try:
+                os.environ["TERM"] = "xterm-256color"
+                os.execv(sys.executable, [sys.executable, str(script), str(self.out), mode])
+            finally:
+                os._exit(127)
 
     def lines(self) -> list[str]:
         try:  # keep the pty drained so the app never blocks writing
