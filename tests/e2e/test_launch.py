@@ -129,8 +129,11 @@ def test_launch_completes_and_is_found(trained_dataset: Path, project: Path) -> 
 
 
 LAUNCHER = """
-import json, os, sys, time
+import json, os, signal, sys, time
 from rgpu_tui.core.launch import launch, make_spec
+# a terminal's process dies of SIGHUP; under nohup (a CI runner, say) it is ignored, and
+# children inherit that: put it back so the trainer's own protection is what is tested
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 data, project = sys.argv[1], sys.argv[2]
 spec = make_spec(data, project, model="yolo9-t", epochs=2, batch=4, imgsz=128, device="cpu",
                  name="orphan", extra=sys.argv[3:])
