@@ -124,10 +124,11 @@ class PidWatch:
     def __init__(self) -> None:
         self._key: tuple | None = None
         self._fd: int | None = None
+        self._poller: select.poll | None = None  # polls _fd
 
     def check(self, pid, started_at: float | None) -> PidCheck:
         key = (pid, started_at)
-        if self._fd is not None and key == self._key and not _exited(self._fd):
+        if self._poller is not None and key == self._key and not self._poller.poll(0):
             return PidCheck(True)
         self.close()
         result = check_pid(pid, started_at)
@@ -136,20 +137,15 @@ class PidWatch:
             try:
                 self._fd = os.pidfd_open(pid)
             except OSError:  # gone since, or not permitted: full checks
-                self._fd = None
+                return result
+            self._poller = select.poll()
+            self._poller.register(self._fd, select.POLLIN)
         return result
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
-            self._fd = None
-        self._key = None
-
-
-def _exited(fd: int) -> bool:
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
+        self._fd = self._poller = self._key = None
 
 
 def stall_limit(mean_epoch_seconds: float | None) -> float:

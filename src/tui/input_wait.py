@@ -31,7 +31,8 @@ _original_run = LinuxDriver.run_input_thread
 
 
 class WakingEvent(threading.Event):
-    """A `threading.Event` whose `set()` also wakes the thread waiting on `wake_fd()`."""
+    """A `threading.Event` whose `set()` also writes a byte to the pipe the input thread
+    waits on (`attach()`), so setting it wakes that thread at once."""
 
     def __init__(self) -> None:
         super().__init__()

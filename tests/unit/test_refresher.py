@@ -4,32 +4,38 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from support.waiting import wait_until
 
 from rgpu_tui.tui.refresher import Refresher
 
 
-def test_builds_when_due_and_not_before() -> None:
+@contextmanager
+def recording(period: float | None = None) -> Iterator[tuple[Refresher, list[float]]]:
+    """A started Refresher whose builds record when they ran; stopped on exit."""
     built: list[float] = []
-    r = Refresher(lambda: built.append(time.monotonic()))
+    r = Refresher(lambda: built.append(time.monotonic()), period=period)
     r.start()
     try:
+        yield r, built
+    finally:
+        r.stop(timeout=2)
+
+
+def test_builds_when_due_and_not_before() -> None:
+    with recording() as (r, built):
         t0 = time.monotonic()
         r.schedule(0.3)
         time.sleep(0.1)
         assert built == []
         wait_until(lambda: len(built) == 1, timeout=5.0)
         assert built[0] - t0 >= 0.3
-    finally:
-        r.stop(timeout=2)
 
 
 def test_an_earlier_request_wins_over_a_later_one() -> None:
-    built: list[float] = []
-    r = Refresher(lambda: built.append(time.monotonic()))
-    r.start()
-    try:
+    with recording() as (r, built):
         r.schedule(3600)  # the periodic refresh, far away
         t0 = time.monotonic()
         r.schedule(0)  # a key press: now
@@ -38,8 +44,6 @@ def test_an_earlier_request_wins_over_a_later_one() -> None:
         r.schedule(0)
         r.schedule(3600)  # does not push "now" back
         wait_until(lambda: len(built) == 2, timeout=5.0)
-    finally:
-        r.stop(timeout=2)
 
 
 def test_builds_never_overlap_and_a_request_during_a_build_is_served_after_it() -> None:
@@ -85,10 +89,7 @@ def test_stop_ends_the_thread_and_no_build_follows() -> None:
 
 
 def test_with_a_period_the_beat_needs_no_request_but_waits_for_the_go_ahead() -> None:
-    built: list[float] = []
-    r = Refresher(lambda: built.append(time.monotonic()), period=0.2)
-    r.start()
-    try:
+    with recording(period=0.2) as (r, built):
         r.schedule(0)
         wait_until(lambda: len(built) == 1, timeout=5.0)
         r.schedule(3600)  # the app applied it: "again in an hour" is later than what is due
@@ -101,18 +102,11 @@ def test_with_a_period_the_beat_needs_no_request_but_waits_for_the_go_ahead() ->
         r.schedule(0.3)  # the go-ahead comes late: the app's own delay counts from it
         wait_until(lambda: len(built) == 3, timeout=5.0)
         assert built[2] - t_ack >= 0.3
-    finally:
-        r.stop(timeout=2)
 
 
 def test_without_a_period_nothing_is_built_unasked() -> None:
-    built: list[float] = []
-    r = Refresher(lambda: built.append(time.monotonic()))
-    r.start()
-    try:
+    with recording() as (r, built):
         r.schedule(0)
         wait_until(lambda: len(built) == 1, timeout=5.0)
         time.sleep(0.5)
         assert len(built) == 1
-    finally:
-        r.stop(timeout=2)

@@ -97,7 +97,6 @@ class LogPane(Log):
     LogPane { scrollbar-size: 0 0; }
     """
     _style: Style | None = None  # rich_style until the next repaint
-    _strips: dict | None = None  # (line index, text, scroll_x, width, style) -> Strip
 
     def __init__(self, title: LogTitle | None = None, **kwargs) -> None:
         super().__init__(max_lines=SHOWN_LINES, auto_scroll=True, **kwargs)
@@ -106,6 +105,7 @@ class LogPane(Log):
         self._latest: LogView | None = None  # the newest view it was given
         self._painted_at = -LOG_PERIOD
         self._auto_y = 0  # the scroll offset our last follow-scroll left
+        self._strips: dict[tuple, Strip] = {}  # (index, text, scroll_x, width, style) -> row
 
     def show(self, view: LogView | None) -> None:
         self._latest = view
@@ -176,8 +176,7 @@ class LogPane(Log):
         width = self.size.width
         style = self.rich_style
         key = (index, line, scroll_x, width, style)
-        strips = self._strips if self._strips is not None else {}
-        self._strips = strips
+        strips = self._strips
         strip = strips.get(key)
         if strip is None:
             strip = quick_line(line, index, scroll_x, width, style) or super().render_line(y)
