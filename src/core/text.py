@@ -1,0 +1,57 @@
+"""Text from a run (file contents, file and directory names, process names) made safe to
+print on a terminal.
+
+Everything in a run directory is untrusted: a log line or a status.json field may hold
+ESC sequences that set the window title, write the clipboard (OSC 52), clear the screen or
+ask the terminal a question whose answer is typed as input. `printable` is the one function
+that turns such text into visible, inert characters before it reaches any output: the text
+snapshot, every pane, every notice. JSON output keeps the original string (json escapes it).
+
+- C0 controls and DEL become caret notation: ESC -> ``^[``, BEL -> ``^G``, DEL -> ``^?``;
+  a newline becomes ``^J`` unless `newlines=True` keeps it (a multi-line area).
+- A tab becomes spaces (to the next multiple of 8 columns).
+- C1 controls (U+0080-U+009F: CSI as one character, ...), the bidirectional overrides that
+  can make text read differently than it is stored, and lone surrogates (undecodable bytes
+  of a file name, decoded with surrogateescape) become ``\\x9b``, ``\\u202e``, ``\\xff``.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 except tab and newline, DEL, C1, bidi embeddings/overrides/isolates, surrogates
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_OR_NL = re.compile("[\x00-\x08\n\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _visible(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return "^" + chr(code + 0x40)
+    if code == 0x7F:
+        return "^?"
+    if code <= 0x9F:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the undecodable byte itself
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}"
+
+
+def printable(text: object, *, newlines: bool = False) -> str:
+    """`text` (any value; None gives "") with nothing a terminal would act on."""
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        text = str(text)
+    if "\t" in text:
+        text = "\n".join(line.expandtabs(8) for line in text.split("\n"))
+    pattern = _UNSAFE if newlines else _UNSAFE_OR_NL
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_visible, text)
+
+
+def is_printable(text: str, *, newlines: bool = False) -> bool:
+    """True when `printable` would return `text` unchanged."""
+    pattern = _UNSAFE if newlines else _UNSAFE_OR_NL
+    return "\t" not in text and pattern.search(text) is None
