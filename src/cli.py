@@ -1,5 +1,5 @@
-"""Command line: `rgpu-tui [PATH]` opens the app; `rgpu-tui snapshot` prints once;
-`rgpu-tui cost` prints the money.
+"""Command line: `rgpu-tui [PATH]` opens the app; `rgpu-tui COMMAND ...` runs one of the
+sub-commands in COMMANDS (the dispatch in main() and the --help text both read that table).
 
 Argument parsing only; the work is done by core (and the app).
 """
@@ -20,11 +20,14 @@ DEFAULT_ROOT = "./runs"
 def _app_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rgpu-tui",
-        description="Supervise LibreYOLO training runs from the terminal. "
-        "Sub-commands: `rgpu-tui snapshot [PATH] [--json]` prints what the app shows, once; "
-        "`rgpu-tui cost [PATH] [--json]` prints what the machine costs.",
+        description="Supervise LibreYOLO training runs from the terminal. `rgpu-tui [PATH]` "
+        "opens the app on PATH (the options below); `rgpu-tui COMMAND ...` runs one of the "
+        "commands listed at the end (`rgpu-tui COMMAND -h` for its options).",
+        epilog=_commands_help(),
+        formatter_class=_LinesKept,
     )
     p.add_argument("path", nargs="?", default=DEFAULT_ROOT, help="runs root or one run directory")
+    p.add_argument("--version", action=_VersionAction, help="print the version and exit")
     p.add_argument(
         "--interval", type=float, default=1.0, help="seconds between refreshes (default 1)"
     )
@@ -575,24 +578,67 @@ def _nvml_available() -> bool:
         monitor.close()
 
 
-_ACTION_COMMANDS = {
-    "launch": cmd_launch,
-    "stop": cmd_stop,
-    "preflight": cmd_preflight,
-    "demo": cmd_demo,
+# -- the command table, --help and --version ----------------------------------------
+
+# name -> (function, one-line summary); main() dispatches on it and --help lists it
+COMMANDS = {
+    "snapshot": (cmd_snapshot, "print what the app shows, once (--json: the Snapshot)"),
+    "cost": (cmd_cost, "what the machine has cost and will cost; stop or destroy it"),
+    "push": (cmd_push, "push a run's checkpoint and small artifacts to the Hugging Face Hub"),
+    "launch": (cmd_launch, "start `libreyolo train KEY=VALUE...` detached, after doctor"),
+    "stop": (cmd_stop, "stop a run: SIGINT, then SIGTERM, then SIGKILL"),
+    "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),
+    "demo": (cmd_demo, "train yolo9-t for real on the CPU and watch it in the app"),
+    "help": (lambda _argv: cmd_app(["--help"]), "this help (also -h, --help)"),
 }
+
+
+class _LinesKept(argparse.HelpFormatter):
+    """argparse's help, except that a text with line breaks (the command table) is kept as
+    written instead of being wrapped into one paragraph."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def _commands_help() -> str:
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {summary}" for name, (_f, summary) in COMMANDS.items()]
+    return "commands:\n" + "\n".join(lines)
+
+
+def version_text() -> str:
+    """`rgpu-tui VERSION (textual VERSION)`: from the installed distributions' metadata."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(dist: str) -> str | None:
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return None
+
+    own = installed("rgpu-tui") or "version unknown (not installed as a distribution)"
+    return f"rgpu-tui {own} (textual {installed('textual') or 'not installed'})"
+
+
+class _VersionAction(argparse.Action):
+    """--version: computed only when asked for (not each time the parser is built)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "snapshot":
-        return cmd_snapshot(argv[1:])
-    if argv and argv[0] == "cost":
-        return cmd_cost(argv[1:])
-    if argv and argv[0] == "push":
-        return cmd_push(argv[1:])
-    if argv and argv[0] in _ACTION_COMMANDS:
-        return _ACTION_COMMANDS[argv[0]](argv[1:])
+    if argv and argv[0] in COMMANDS:
+        command, _summary = COMMANDS[argv[0]]
+        return command(argv[1:])
     return cmd_app(argv)
 
 
