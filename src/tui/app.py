@@ -36,6 +36,7 @@ from ..core.hub import (
 from ..core.launch import LaunchRecord, stop_run
 from ..core.preflight import gpu_preflight, preflight_to_text
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
+from ..core.text import printable
 from . import input_wait, partial
 from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
 from .refresher import Refresher
@@ -135,6 +136,26 @@ class RgpuApp(App[int]):
                 yield self.log_title
                 yield self.log_pane
         yield Footer()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notice (screens and widgets call the app's) names runs, files and errors
+        from the runs: made printable, and never read as markup (a run named "[/]" would
+        raise, one named "[bold]" would restyle it). The app's notices use no markup."""
+        super().notify(
+            printable(message, newlines=True),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def on_mount(self) -> None:
         self.runs_list.focus()
