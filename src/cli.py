@@ -7,14 +7,13 @@ Argument parsing only; the work is done by core (and the app).
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import sys
 import time
 
 from .core.config import ConfigError, add_settings_flags, settings_from_args
-from .core.text import printable
+from .output import run_guarded
 
 DEFAULT_ROOT = "./runs"
 
@@ -575,80 +574,6 @@ def _nvml_available() -> bool:
         return monitor.sample(time.time(), (), None).available
     finally:
         monitor.close()
-
-
-# -- the output boundary --------------------------------------------------------------
-
-
-class InertStream:
-    """sys.stdout / sys.stderr while a command runs: the one place its output passes.
-
-    - Everything written is made printable (`core.text.printable`, newlines kept): a run
-      name, path, error or console-log line holding ESC sequences shows as ``^[``, a
-      surrogate-escaped byte of a non-UTF-8 file name as ``\\xff``, so nothing reaches
-      the terminal raw and nothing fails to encode. JSON output is unchanged by it (json
-      escapes control characters itself).
-    - A reader that went away (``rgpu-tui snapshot | head -1``) silences the stream: the
-      rest of the output goes to /dev/null and the command finishes with its own status,
-      with no BrokenPipeError traceback.
-    """
-
-    def __init__(self, stream) -> None:
-        self._stream = stream
-        self._gone = False
-
-    def write(self, text: str) -> int:
-        if not self._gone:
-            try:
-                self._stream.write(printable(text, newlines=True))
-            except BrokenPipeError:
-                self._reader_gone()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self._gone:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._reader_gone()
-
-    def _reader_gone(self) -> None:
-        """The pipe's reader closed it: what is still buffered, and everything after, goes
-        to /dev/null (also the interpreter's own flush at exit, which would print
-        "Exception ignored ... BrokenPipeError")."""
-        self._gone = True
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self._stream.fileno())
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass  # not a real file (a test's capture): nothing is flushed at exit either
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
-
-
-def run_guarded(command):
-    """`command` (main) with its stdout and stderr behind InertStream, and a closed pipe
-    a quiet end: the command's own status, or 1 when a BrokenPipeError cut it short."""
-
-    @functools.wraps(command)
-    def guarded(*args, **kwargs) -> int:
-        saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)
-        try:
-            try:
-                return command(*args, **kwargs)
-            except BrokenPipeError:  # written past InertStream: cut short, still quiet
-                sys.stdout._reader_gone()
-                return 1
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-        finally:
-            sys.stdout, sys.stderr = saved
-
-    return guarded
 
 
 _ACTION_COMMANDS = {

@@ -329,17 +329,19 @@ class RgpuApp(App[int]):
                 self.notify(f"{info['path']} does not exist.", severity="error")
                 return
             size = info["size"] or 0
-            body.append(f"{info['path']}\n", style="bold")
+            # printable before Text, which would drop a BEL or CR unseen
+            body.append(printable(info["path"]) + "\n", style="bold")
             body.append(f"{size / 1e6:.1f} MB")
             if info["epoch"] is not None:
                 body.append(f", epoch {info['epoch']}")
             if info["metric"] is not None:
-                body.append(f", {info['metric_name'] or 'metric'} {fmt_number(info['metric'])}")
+                name = printable(info["metric_name"] or "metric")
+                body.append(f", {name} {fmt_number(info['metric'])}")
             body.append("\n")
             path = self.settings.hub_path.replace("{run}", run).replace("{file}", info["name"])
             target = f"{repo}: {path}"
         body.append("to ")
-        body.append(target, style="bold")
+        body.append(printable(target), style="bold")
         body.append("\n(with the run's small artifacts, in one commit; a new repo is private)")
 
         def answered(yes: bool | None) -> None:
@@ -429,7 +431,7 @@ class RgpuApp(App[int]):
             return
         s = self.settings
         body = Text()
-        body.append(f"Stop {run.name} (pid {run.pid})?\n", style="bold")
+        body.append(f"Stop {printable(run.name)} (pid {run.pid})?\n", style="bold")
         body.append(
             f"SIGINT now (libreyolo records failed/KeyboardInterrupt and keeps its last "
             f"checkpoint), SIGTERM after {s.stop_term_after:g} s, SIGKILL after "
