@@ -423,12 +423,8 @@ def _lines(lines: list[str]) -> list[str]:
 
 
 def gpus_to_text(g: GpuView) -> list[str]:
-    return _lines(_gpus_lines(g))
-
-
-def _gpus_lines(g: GpuView) -> list[str]:
     if not g.available:
-        return [g.reason or "no GPUs"]
+        return _lines([g.reason or "no GPUs"])
     label = "simulated" if g.source == "fake" else f"driver {g.driver_version or 'N/A'}"
     out = [f"GPUs {len(g.devices)} ({label})" + ("  IDLE" if g.idle else "")]
     for d in g.devices:
@@ -453,14 +449,10 @@ def _gpus_lines(g: GpuView) -> list[str]:
             line += f"  pids {procs}"
         out.append(line)
     out.extend(f"  ! {w}" for w in g.warnings)
-    return out
+    return _lines(out)
 
 
 def system_to_text(s: SystemView) -> list[str]:
-    return _lines(_system_lines(s))
-
-
-def _system_lines(s: SystemView) -> list[str]:
     gib = 1024**3
     parts = [f"CPU {_na(s.cpu_percent, '.0f', '%')}"]
     if s.load_avg:
@@ -473,7 +465,7 @@ def _system_lines(s: SystemView) -> list[str]:
             f"disk {s.disk.path}: {s.disk.free_bytes / gib:.1f} GiB free of "
             f"{s.disk.total_bytes / gib:.1f}"
         )
-    return ["  ".join(parts)] + [f"  ! {w}" for w in s.warnings]
+    return _lines(["  ".join(parts)] + [f"  ! {w}" for w in s.warnings])
 
 
 def snapshot_to_text(s: Snapshot) -> str:
