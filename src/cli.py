@@ -13,6 +13,7 @@ import sys
 import time
 
 from .core.config import ConfigError, add_settings_flags, settings_from_args
+from .output import run_guarded
 
 DEFAULT_ROOT = "./runs"
 
@@ -634,6 +635,7 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+@run_guarded
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in COMMANDS:

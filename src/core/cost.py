@@ -42,6 +42,7 @@ from .snapshot import (
     fmt_rate,
     iso,
 )
+from .text import printable
 
 HOURS_PER_MONTH = 720.0  # 30-day months, as the seed's measured stopped rate shows
 IDLE_GAP_CAP_S = 120.0  # one gap between samples counts at most this much idle time
@@ -360,7 +361,7 @@ def cost_to_text(
             parts.append(f"{fmt_money(c.to_finish)} to finish")
         if c.projected_total is not None:
             parts.append(f"{fmt_money(c.projected_total)} in all")
-        rows.append((f"run {run.name}", ", ".join(parts)))
+        rows.append((f"run {printable(run.name)}", ", ".join(parts)))
     if c.stopped_per_hour is not None:
         basis = ""
         if disk_gb is not None and settings.storage_price_gb_month is not None:
@@ -397,4 +398,4 @@ def cost_to_text(
     width = max(len(label) for label, _ in rows) + 2
     out = [f"{label:<{width}}{value}" for label, value in rows]
     out.extend(f"! {w}" for w in c.warnings)
-    return "\n".join(out)
+    return "\n".join(printable(line) for line in out)  # run names, paths, errors: inert

@@ -12,6 +12,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
+from .text import printable
+
 SCHEMA_VERSION = 1
 SERIES_LEN = 120
 LOG_TAIL_LEN = 50
@@ -403,7 +405,7 @@ def epoch_text(r: RunInfo) -> str:
 def best_text(r: RunInfo) -> str:
     if r.best_metric is None:
         return "best -"
-    name = (r.best_metric_name or "metric").removeprefix("metrics/")
+    name = printable(r.best_metric_name or "metric").removeprefix("metrics/")
     at = f" @ep{r.best_epoch}" if r.best_epoch is not None else ""
     return f"best {name} {fmt_number(r.best_metric)}{at}"
 
@@ -414,9 +416,15 @@ def _na(value, fmt: str, unit: str = "") -> str:
     return f"{value:{fmt}}{unit}"
 
 
+def _lines(lines: list[str]) -> list[str]:
+    """The output boundary of the text functions: each entry one printable line (a newline
+    or an escape sequence inside a run-derived field shows as ^J / ^[)."""
+    return [printable(line) for line in lines]
+
+
 def gpus_to_text(g: GpuView) -> list[str]:
     if not g.available:
-        return [g.reason or "no GPUs"]
+        return _lines([g.reason or "no GPUs"])
     label = "simulated" if g.source == "fake" else f"driver {g.driver_version or 'N/A'}"
     out = [f"GPUs {len(g.devices)} ({label})" + ("  IDLE" if g.idle else "")]
     for d in g.devices:
@@ -441,7 +449,7 @@ def gpus_to_text(g: GpuView) -> list[str]:
             line += f"  pids {procs}"
         out.append(line)
     out.extend(f"  ! {w}" for w in g.warnings)
-    return out
+    return _lines(out)
 
 
 def system_to_text(s: SystemView) -> list[str]:
@@ -457,10 +465,11 @@ def system_to_text(s: SystemView) -> list[str]:
             f"disk {s.disk.path}: {s.disk.free_bytes / gib:.1f} GiB free of "
             f"{s.disk.total_bytes / gib:.1f}"
         )
-    return ["  ".join(parts)] + [f"  ! {w}" for w in s.warnings]
+    return _lines(["  ".join(parts)] + [f"  ! {w}" for w in s.warnings])
 
 
 def snapshot_to_text(s: Snapshot) -> str:
+    """What the app shows, as plain lines; every run-derived string made printable."""
     out = [f"rgpu-tui snapshot  {iso(s.generated_at)}  root {s.root}"]
     if s.gpus is not None:
         out.extend(gpus_to_text(s.gpus))
@@ -471,7 +480,7 @@ def snapshot_to_text(s: Snapshot) -> str:
     for r in s.runs:
         pct = "   ?" if r.progress is None else f"{r.progress * 100:3.0f}%"
         line = (
-            f"{r.state:<9} {r.name:<24} ep {epoch_text(r):>9} {pct}  "
+            f"{r.state:<9} {printable(r.name):<24} ep {epoch_text(r):>9} {pct}  "
             f"eta {fmt_duration(r.eta_seconds):>6}  elapsed {fmt_duration(r.elapsed_seconds):>6}  "
             f"{best_text(r)}"
         )
@@ -489,7 +498,7 @@ def snapshot_to_text(s: Snapshot) -> str:
                 "best_metric_name"
             ):
                 out.append(
-                    f"  {col.name:<22} last {fmt_number(col.last):>9}  "
+                    f"  {printable(col.name):<22} last {fmt_number(col.last):>9}  "
                     f"min {fmt_number(col.min):>9}  max {fmt_number(col.max):>9}"
                 )
         if m.problem:
@@ -502,4 +511,4 @@ def snapshot_to_text(s: Snapshot) -> str:
             out.extend(f"    {line}" for line in tail)
         elif s.selected.log.problem:
             out.append(f"  log: {s.selected.log.problem}")
-    return "\n".join(out)
+    return "\n".join(_lines(out))

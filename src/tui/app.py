@@ -36,6 +36,7 @@ from ..core.hub import (
 from ..core.launch import LaunchRecord, stop_run
 from ..core.preflight import gpu_preflight, preflight_to_text
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
+from ..core.text import printable
 from . import input_wait, partial
 from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
 from .refresher import Refresher
@@ -135,6 +136,26 @@ class RgpuApp(App[int]):
                 yield self.log_title
                 yield self.log_pane
         yield Footer()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notice (screens and widgets call the app's) names runs, files and errors
+        from the runs: made printable, and never read as markup (a run named "[/]" would
+        raise, one named "[bold]" would restyle it). The app's notices use no markup."""
+        super().notify(
+            printable(message, newlines=True),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def on_mount(self) -> None:
         self.runs_list.focus()
@@ -308,17 +329,19 @@ class RgpuApp(App[int]):
                 self.notify(f"{info['path']} does not exist.", severity="error")
                 return
             size = info["size"] or 0
-            body.append(f"{info['path']}\n", style="bold")
+            # printable before Text, which would drop a BEL or CR unseen
+            body.append(printable(info["path"]) + "\n", style="bold")
             body.append(f"{size / 1e6:.1f} MB")
             if info["epoch"] is not None:
                 body.append(f", epoch {info['epoch']}")
             if info["metric"] is not None:
-                body.append(f", {info['metric_name'] or 'metric'} {fmt_number(info['metric'])}")
+                name = printable(info["metric_name"] or "metric")
+                body.append(f", {name} {fmt_number(info['metric'])}")
             body.append("\n")
             path = self.settings.hub_path.replace("{run}", run).replace("{file}", info["name"])
             target = f"{repo}: {path}"
         body.append("to ")
-        body.append(target, style="bold")
+        body.append(printable(target), style="bold")
         body.append("\n(with the run's small artifacts, in one commit; a new repo is private)")
 
         def answered(yes: bool | None) -> None:
@@ -408,7 +431,7 @@ class RgpuApp(App[int]):
             return
         s = self.settings
         body = Text()
-        body.append(f"Stop {run.name} (pid {run.pid})?\n", style="bold")
+        body.append(f"Stop {printable(run.name)} (pid {run.pid})?\n", style="bold")
         body.append(
             f"SIGINT now (libreyolo records failed/KeyboardInterrupt and keeps its last "
             f"checkpoint), SIGTERM after {s.stop_term_after:g} s, SIGKILL after "

@@ -1,4 +1,8 @@
-"""Small modal screens: confirm (enter/esc), pick one of a list, show a report."""
+"""Small modal screens: confirm (enter/esc), pick one of a list, show a report.
+
+Titles, bodies and choices hold run names, paths, errors and file names: they pass
+`inert_body` (made printable, a string never read as markup); only the help screen's own
+text is markup."""
 
 from __future__ import annotations
 
@@ -9,6 +13,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
+
+from ..inert import inert_body
 
 DIALOG_CSS = """
 {name} {{ align: center middle; }}
@@ -32,7 +38,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def __init__(self, title: str, body: RenderableType, yes: str = "enter: yes") -> None:
         super().__init__()
-        self._title, self._body, self._yes = title, body, yes
+        self._title, self._body, self._yes = inert_body(title), inert_body(body), yes
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
@@ -57,13 +63,14 @@ class PickScreen(ModalScreen[str | None]):
 
     def __init__(self, title: str, choices: list[tuple[str, str]]) -> None:
         super().__init__()
-        self._title, self._choices = title, choices
+        self._title, self._choices = inert_body(title), choices
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
             box.border_title = self._title
             box.border_subtitle = "enter: pick   esc: cancel"
-            yield OptionList(*(Option(label, id=cid) for cid, label in self._choices))
+            # a label is a file name from the run: shown as text, never as markup
+            yield OptionList(*(Option(inert_body(label), id=cid) for cid, label in self._choices))
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()
@@ -82,9 +89,11 @@ class ReportScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("q", "dismiss", "Close")]
     DEFAULT_CSS = DIALOG_CSS.format(name="ReportScreen")
 
-    def __init__(self, title: str, body: RenderableType) -> None:
+    def __init__(self, title: str, body: RenderableType, *, markup: bool = False) -> None:
+        """`markup`: `body` is the app's own markup (the help), not run-derived text."""
         super().__init__()
-        self._title, self._body = title, body
+        self._title = inert_body(title)
+        self._body = body if markup else inert_body(body)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
@@ -93,6 +102,6 @@ class ReportScreen(ModalScreen[None]):
             yield Static(self._body, id="body")
 
     def show(self, body: RenderableType) -> None:
-        self._body = body
+        self._body = inert_body(body)
         if self.is_mounted:
-            self.query_one("#body", Static).update(body)
+            self.query_one("#body", Static).update(self._body)

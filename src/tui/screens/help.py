@@ -41,4 +41,4 @@ class HelpScreen(ReportScreen):
     BINDINGS = [Binding("question_mark", "dismiss", "Close")]
 
     def __init__(self) -> None:
-        super().__init__("help", HELP)
+        super().__init__("help", HELP, markup=True)

@@ -24,6 +24,7 @@ from ...core.launch import (
     make_spec,
 )
 from ...core.preflight import run_doctor
+from ...core.text import printable
 
 FIELDS = (
     ("model", "model"),
@@ -79,7 +80,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
             yield Static("", id="command")
             hf = hf_status()
             token = "set" if hf.token_set else "not set (pushes and Hub models need it)"
-            yield Static(f"HF_TOKEN {token}; HF_HOME {hf.home}", id="hf")
+            yield Static(Text(printable(f"HF_TOKEN {token}; HF_HOME {hf.home}")), id="hf")
 
     def on_mount(self) -> None:
         self.query_one("#f-data", Input).focus()
@@ -113,14 +114,16 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
         try:
             spec = self._spec()
             argv = build_argv(spec, "libreyolo")
-            command.update(Text("$ " + display_command(argv), style="bold"))
+            command.update(Text(printable("$ " + display_command(argv)), style="bold"))
             self._say("")
         except LaunchError as exc:
             command.update(Text("$ …", style="dim"))
             self._say(str(exc), "yellow")
 
     def _say(self, message: str, style: str = "") -> None:
-        self.query_one("#status", Static).update(Text(message, style=style))
+        """Errors name paths and quote `libreyolo doctor` (the dataset's files): printable."""
+        text = Text(printable(message, newlines=True), style=style)
+        self.query_one("#status", Static).update(text)
 
     def action_cancel(self) -> None:
         if not self._busy:

@@ -13,6 +13,7 @@ import math
 from rich.text import Text
 
 from ...core.snapshot import GpuDevice, GpuView, RunInfo, SystemView, fmt_duration
+from ...core.text import printable
 from .lines import LinePane
 from .metrics import sparkline
 from .run_header import text_bar
@@ -151,7 +152,7 @@ class GpuPane(LinePane):
         runs: tuple[RunInfo, ...],
         now: float,
     ) -> None:
-        names = {r.run_dir: r.name for r in runs}
+        names = {r.run_dir: printable(r.name) for r in runs}
         idle_min = None
         if gpus is not None and gpus.idle and gpus.idle_since is not None:
             idle_min = int((now - gpus.idle_since) // 60)

@@ -19,6 +19,8 @@ from textual.style import Style
 from textual.visual import Visual, visualize
 from textual.widget import Widget
 
+from ..inert import inert
+
 RowKey = tuple[str, str, tuple]
 
 
@@ -57,9 +59,10 @@ def changed_span(old: RowKey, new: RowKey, width: int) -> tuple[int, int] | None
 
 def _one_row(row: Text) -> Text:
     """The row as render() shows it when joined: cut at the edge, its base style as a
-    span (Textual maps "red" to the theme's red only for spans)."""
+    span (Textual maps "red" to the theme's red only for spans), and nothing a terminal
+    would act on (run names, errors, metric names, paths come from run files)."""
     out = Text(no_wrap=True, overflow="ellipsis")
-    out.append(row)
+    out.append(inert(row))
     return out
 
 

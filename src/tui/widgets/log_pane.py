@@ -15,6 +15,7 @@ from textual.strip import Strip
 from textual.widgets import Log
 
 from ...core.snapshot import LogView
+from ...core.text import printable
 from .lines import LinePane
 
 SHOWN_LINES = 200
@@ -26,7 +27,10 @@ _LIBREYOLO_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d) \| (\w+)\s*\|
 
 
 def compact(line: str) -> str:
-    """Shorten libreyolo's 33-character prefix to the time (and the level unless INFO)."""
+    """The line as the pane shows it: made printable (an ESC sequence from the run shows
+    as ``^[``; done once, when it is written, not at every repaint), libreyolo's
+    33-character prefix shortened to the time (and the level unless INFO)."""
+    line = printable(line)
     m = _LIBREYOLO_PREFIX.match(line)
     if m is None:
         return line
@@ -148,7 +152,7 @@ class LogPane(Log):
             return
         lines = [compact(line) for line in view.lines[-SHOWN_LINES:]]
         if not lines and view.problem:
-            lines = [view.problem]
+            lines = [printable(view.problem)]
         # one batched write: write_line in a loop costs ~250x more
         self.write_lines(lines, scroll_end=False)
         if follow:

@@ -12,6 +12,7 @@ import math
 from rich.text import Text
 
 from ...core.snapshot import MetricsView, fmt_number
+from ...core.text import printable
 from .lines import LinePane
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -63,7 +64,8 @@ ROWS = 3
 
 
 def short_name(name: str) -> str:
-    return name.removeprefix("metrics/")
+    """The label of a metric: a column name from the run's files, made printable."""
+    return printable(name.removeprefix("metrics/"))
 
 
 class MetricsPane(LinePane):

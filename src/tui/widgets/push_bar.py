@@ -7,6 +7,7 @@ import os
 from rich.text import Text
 from textual.widget import Widget
 
+from ..inert import inert
 from .run_header import text_bar
 
 MB = 1_000_000
@@ -55,4 +56,4 @@ class PushBar(Widget):
                 line.append(f"{phase or 'starting'}…", style="italic")
         if queued:
             line.append(f"  +{queued} queued", style="dim")
-        return line
+        return inert(line)  # the file and the run's name come from the run

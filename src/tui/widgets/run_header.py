@@ -6,6 +6,7 @@ from rich.text import Text
 
 from ...core.snapshot import PushInfo, RunInfo, best_text, epoch_text, fmt_duration
 from ...core.status import parse_time
+from ...core.text import printable
 from .lines import LinePane
 from .style import STATE_STYLE, state_badge
 
@@ -74,9 +75,10 @@ class RunHeader(LinePane):
         self.repaint_rows()  # a layout pass only when the number of rows changes
 
     def _wrapped(self, text: str, style: str, width: int) -> list[Text]:
-        """The rows that may wrap: an error must be read whole."""
-        lines = Text(text, style=style).wrap(self.app.console, max(width, 1), overflow="fold")
-        return list(lines)
+        """The rows that may wrap: an error must be read whole (made printable first, so
+        that it wraps where it is shown; its own newlines start rows)."""
+        row = Text(printable(text, newlines=True), style=style)
+        return list(row.wrap(self.app.console, max(width, 1), overflow="fold"))
 
     def build_rows(self, width: int) -> list[Text]:
         r = self._run
@@ -84,9 +86,9 @@ class RunHeader(LinePane):
             return self._wrapped(self._message or "No run selected.", "italic", width)
         top = Text(no_wrap=True, overflow="ellipsis")
         top.append(f" {state_badge(r.state).strip()} ", style=STATE_STYLE.get(r.state, ""))
-        top.append(f" {r.name}", style="bold")
+        top.append(f" {printable(r.name)}", style="bold")
         if r.model:
-            top.append(f"  {r.model}", style="dim")
+            top.append(f"  {printable(r.model)}", style="dim")
         top.append(f"  epoch {epoch_text(r)}")
 
         pct = "  ?%" if r.progress is None else f"{r.progress * 100:3.0f}%"

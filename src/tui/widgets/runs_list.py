@@ -8,6 +8,8 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from ...core.snapshot import RunInfo
+from ...core.text import printable
+from ..inert import inert
 from .style import STATE_STYLE, state_badge
 
 
@@ -16,7 +18,7 @@ def run_line(r: RunInfo) -> Text:
     line = Text(no_wrap=True, overflow="ellipsis")
     line.append(state_badge(r.state), style=STATE_STYLE.get(r.state, ""))
     line.append(f" {pct:>4} ")
-    line.append(r.name)
+    line.append(printable(r.name))  # before Text, which drops a BEL or CR unseen
     return line
 
 
@@ -34,7 +36,7 @@ class RunsList(OptionList):
 
     def show_runs(self, runs: tuple[RunInfo, ...], selected: str | None) -> None:
         """Rebuild the options only when a line's text changed."""
-        lines = tuple((r.run_dir, run_line(r)) for r in runs)
+        lines = tuple((r.run_dir, inert(run_line(r))) for r in runs)
         if tuple((d, t.plain) for d, t in lines) == tuple((d, t.plain) for d, t in self._shown):
             return
         highlighted = None
