@@ -41,6 +41,7 @@ class RunInfo:
     model: str | None = None
     problem: str | None = None  # e.g. "status.json unreadable: permission denied"
     activity: float = 0.0  # newest mtime of its files (sort key)
+    gpu_indices: tuple[int, ...] = ()  # the GPUs its processes use now, sorted (set by Collector)
 
 
 @dataclass(frozen=True)
@@ -102,11 +103,28 @@ class SelectedRun:
 
 @dataclass(frozen=True)
 class GpuProcess:
-    pid: int
+    pid: int  # as NVML gives it (a host pid inside a container)
     name: str | None  # None: psutil cannot see it ("unknown process")
     used_mib: float | None
-    run_dir: str | None  # the run it belongs to (the run's pid or a descendant)
-    kind: str  # "run", "process" (ours, no run), "other-user", "unknown"
+    run_dir: str | None  # the run it belongs to (its pid, a descendant, another rank of its job)
+    kind: str  # "run", "process" (ours, no run), "other-user", "unknown", "host" (host pid, no run)
+    host_pid: bool = False  # `pid` is a host pid: no process here has it
+    local_pid: int | None = None  # this process's pid here, when known
+    local_candidates: tuple[int, ...] = ()  # host pid not paired: run processes here on this GPU
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """One MIG device of a MIG-enabled GPU. NVML gives no utilisation for MIG devices."""
+
+    mig_index: int
+    name: str | None = None
+    uuid: str | None = None
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    mem_used_mib: float | None = None
+    mem_total_mib: float | None = None
+    util_percent: float | None = None
 
 
 @dataclass(frozen=True)
@@ -132,18 +150,24 @@ class GpuDevice:
     processes: tuple[GpuProcess, ...] = ()
     util_history: tuple[float | None, ...] = ()  # oldest first, one sample a refresh
     mem_history: tuple[float | None, ...] = ()  # memory used, MiB
+    minor: int | None = None  # the N of /dev/nvidiaN
+    runs: tuple[str, ...] = ()  # run_dir of every run with a process on it, sorted
+    mig_instances: tuple[MigInstance, ...] = ()  # MIG mode on: its MIG devices
 
 
 @dataclass(frozen=True)
 class GpuView:
     available: bool
     reason: str | None  # why not available, in one sentence
-    source: str  # "nvml" or "fake"
+    source: str  # "nvml", "fake" (simulated) or "replay" (a recording, --gpu-replay)
     driver_version: str | None = None
     devices: tuple[GpuDevice, ...] = ()
     idle: bool = False  # every GPU under 5% and no running run
     idle_since: float | None = None  # when the current idle stretch began
     warnings: tuple[str, ...] = ()  # straggler / starved sentences
+    # "local": NVML's pids are this machine's; "host": NVML gives host pids (a container);
+    # None: not known yet (inside a pid namespace, no GPU process seen)
+    pid_namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -237,6 +261,22 @@ def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
 
 
+def fmt_gpu_indices(indices) -> str:
+    """GPU indices as compact ranges: (0, 1, 2, 3) -> "0-3", (0, 2, 3) -> "0,2-3"."""
+    out: list[str] = []
+    run: list[int] = []
+    for i in sorted(set(indices)):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+        run = [i]
+    if run:
+        out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+    return ",".join(out)
+
+
 def run_to_json(r: RunInfo) -> dict:
     return _clean(
         {
@@ -259,6 +299,7 @@ def run_to_json(r: RunInfo) -> dict:
             "error": r.error,
             "model": r.model,
             "problem": r.problem,
+            "gpu_indices": list(r.gpu_indices),
         }
     )
 
@@ -270,6 +311,7 @@ def gpus_to_json(g: GpuView) -> dict:
             "reason": g.reason,
             "source": g.source,
             "driver_version": g.driver_version,
+            "pid_namespace": g.pid_namespace,
             "idle": g.idle,
             "idle_since": iso(g.idle_since) if g.idle_since is not None else None,
             "warnings": list(g.warnings),
