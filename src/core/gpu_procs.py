@@ -17,17 +17,20 @@ things too, and those are no run's. A parent of another user never counts.
 
 Inside a container NVML gives host pids, which do not exist here (NVML has no pid
 namespaces). Outside the host's pid namespace (no kthreadd at pid 2) a pid NVML gives is a
-host pid when no process here has it, or when the process here that has it holds no
-/dev/nvidia* open (the same number, another process). For a GPU with host pids, the run
-processes here that hold that GPU's /dev/nvidiaN open (N: its minor number) tell which run
-uses it: when the node is held by one run's processes only, the host pids are that run's
-(at most as many as the run's holders, which are counted without their children, as a
-DataLoader worker inherits its rank's descriptors); with one host pid and one holder they
-are paired, so the process shows its name and memory. CUDA may open the node of every GPU
-it can see, so two runs that can both see a GPU cannot be told apart there: such a GPU is
-no run's. The /proc reads behind this (each candidate's fd table, and the process tree)
-are made only when some GPU has host pids, at most every CONTAINER_RESCAN_S seconds, and
-for the runs' processes only; the descriptors found are kept per (pid, start time).
+host pid when no process here has it, or (where this machine has /dev/nvidiactl) when the
+process here that has it holds no /dev/nvidia* open (the same number, another process).
+For a GPU with host pids, the run processes here that hold that GPU's /dev/nvidiaN open
+(N: its minor number) tell which run uses it: when the node is held by one run's
+processes only, the host pids are that run's (at most as many as the run's holders, which
+are counted without their children, as a DataLoader worker inherits its rank's
+descriptors); with one host pid and one holder they are paired, so the process shows its
+name and memory. CUDA may open the node of every GPU it can see, so two runs that can both
+see a GPU cannot be told apart there: such a GPU is no run's.
+
+The /proc reads behind this are made only when some GPU has host pids, at most every
+CONTAINER_RESCAN_S seconds, and only for the runs' processes: their descendants (from
+/proc/PID/task/*/children, or one pass over /proc/*/stat where the kernel lacks those
+files) and their fd tables; what a process holds is kept per (pid, start time).
 """
 
 from __future__ import annotations
@@ -183,8 +186,16 @@ class ProcessAttributor:
 
     `initial_pidns` forces the pid namespace question (tests); None asks /proc once."""
 
-    def __init__(self, *, proc_root: str = "/proc", initial_pidns: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        proc_root: str = "/proc",
+        initial_pidns: bool | None = None,
+        dev_ctl: str = "/dev/nvidiactl",
+    ) -> None:
         self.proc_root = proc_root
+        self.dev_ctl = dev_ctl
+        self._has_ctl: bool | None = None
         self._initial = initial_pidns
         self._user: str | None = None
         self._user_known = False
@@ -394,8 +405,12 @@ class ProcessAttributor:
             return True
         except Exception:
             return False  # it exists (another user's, say): take NVML's word
+        if self._has_ctl is None:
+            self._has_ctl = os.path.exists(self.dev_ctl)
+        if not self._has_ctl:
+            return False  # no NVIDIA device here (a replay): nothing to check against
         nodes = self._nodes_of(pid, now)
-        return nodes is not None and not nodes
+        return nodes is not None and not nodes  # it holds no GPU node: another process
 
     def _children_map(self) -> Mapping[int, list[int]] | None:
         """{ppid: [pid, ...]} from one pass over /proc/*/stat (when the kernel has no

@@ -249,9 +249,7 @@ class FakeNvml:
             for i, p in enumerate(found):
                 infos[i].pid = p.pid
                 infos[i].usedGpuMemory = (
-                    p.usedGpuMemory
-                    if p.usedGpuMemory is not None
-                    else ctypes.c_ulonglong(-1).value
+                    p.usedGpuMemory if p.usedGpuMemory is not None else ctypes.c_ulonglong(-1).value
                 )
             count.value = len(found)
             return pynvml.NVML_SUCCESS
