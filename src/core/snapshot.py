@@ -12,6 +12,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
+from .text import printable
+
 SCHEMA_VERSION = 1
 SERIES_LEN = 120
 LOG_TAIL_LEN = 50
@@ -456,11 +458,23 @@ def _na(value, fmt: str, unit: str = "") -> str:
     return f"{value:{fmt}}{unit}"
 
 
+def _process_text(p: GpuProcess) -> str:
+    """'1234 exp7'; a host pid: 'host 81234=12 exp7' (paired) or 'host 81234'."""
+    pid = str(p.pid)
+    if p.host_pid:
+        pid = f"host {p.pid}" + (f"={p.local_pid}" if p.local_pid is not None else "")
+    return pid + (" " + printable(os.path.basename(p.run_dir)) if p.run_dir else "")
+
+
 def gpus_to_text(g: GpuView) -> list[str]:
     if not g.available:
         return [g.reason or "no GPUs"]
     label = "simulated" if g.source == "fake" else f"driver {g.driver_version or 'N/A'}"
-    out = [f"GPUs {len(g.devices)} ({label})" + ("  IDLE" if g.idle else "")]
+    if g.source == "replay":
+        label = f"replay, {label}"
+    out = [f"GPUs {len(g.devices)} ({printable(label)})" + ("  IDLE" if g.idle else "")]
+    if g.pid_namespace == "host":
+        out.append("  container: NVML gives host pids")
     for d in g.devices:
         if d.state == "lost":
             out.append(f"  {d.index} {d.name or 'N/A'}: LOST")
@@ -470,9 +484,7 @@ def gpus_to_text(g: GpuView) -> list[str]:
             if d.mem_used_mib is not None and d.mem_total_mib
             else "N/A"
         )
-        procs = ", ".join(
-            f"{p.pid}{' ' + os.path.basename(p.run_dir) if p.run_dir else ''}" for p in d.processes
-        )
+        procs = ", ".join(_process_text(p) for p in d.processes)
         line = (
             f"  {d.index} {d.name or 'N/A'}: util {_na(d.util_percent, '.0f', '%')}"
             f"  mem {mem}  {_na(d.temperature_c, '.0f', 'C')}  {_na(d.power_w, '.0f', 'W')}"

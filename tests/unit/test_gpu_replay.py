@@ -399,3 +399,22 @@ def test_snapshot_json_replay_as_a_subprocess(root, recording, tmp_path) -> None
     assert d["minor"] == 0 and d["runs"] == [] and d["mig_instances"] == []
     (p,) = d["processes"]
     assert set(p) >= {"pid", "run_dir", "kind", "host_pid", "local_pid", "local_candidates"}
+
+
+def test_text_snapshot_says_replay_and_host_pids() -> None:
+    from rgpu_tui.core.snapshot import GpuDevice, GpuProcess, GpuView, gpus_to_text
+
+    paired = GpuProcess(81234, "python", 900.0, "/r/exp\x1b[2J", "run", host_pid=True, local_pid=12)
+    lone = GpuProcess(81299, None, 10.0, None, "host", host_pid=True)
+    view = GpuView(
+        available=True,
+        reason=None,
+        source="replay",
+        driver_version="550.54.15",
+        devices=(GpuDevice(0, "H100", "GPU-1", "ok", processes=(paired, lone), runs=("/r/x",)),),
+        pid_namespace="host",
+    )
+    lines = gpus_to_text(view)
+    assert lines[0] == "GPUs 1 (replay, driver 550.54.15)"
+    assert lines[1] == "  container: NVML gives host pids"
+    assert lines[2].endswith("pids host 81234=12 exp^[[2J, host 81299")
