@@ -119,19 +119,23 @@ def in_initial_pid_namespace(proc_root: str = "/proc") -> bool:
 def nvidia_nodes(pid: int, proc_root: str = "/proc") -> frozenset[str] | None:
     """The /dev/nvidia* nodes process `pid` holds open ("nvidia0", "nvidiactl", ...), from
     /proc/PID/fd; None when that cannot be read (another user's process, or gone)."""
-    fd_dir = os.path.join(proc_root, str(pid), "fd")
     try:
-        names = os.listdir(fd_dir)
+        dir_fd = os.open(f"{proc_root}/{pid}/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
     out = set()
-    for name in names:
-        try:
-            target = os.readlink(os.path.join(fd_dir, name))
-        except OSError:
-            continue  # closed meanwhile
-        if target.startswith("/dev/nvidia"):
-            out.add(target[len("/dev/") :])
+    try:
+        for name in os.listdir(dir_fd):
+            try:
+                target = os.readlink(name, dir_fd=dir_fd)
+            except OSError:
+                continue  # closed meanwhile
+            if target.startswith("/dev/nvidia"):
+                out.add(target[len("/dev/") :])
+    except OSError:
+        return None
+    finally:
+        os.close(dir_fd)
     return frozenset(out)
 
 
@@ -221,6 +225,7 @@ class ProcessAttributor:
         user = self._username()
         local: dict[int, tuple[str | None, str | None, str, int | None]] = {}
         host: set[int] = set()
+        ppids: dict[int, int | None] = {}  # this refresh's /proc/PID/stat reads
         for reading in readings:
             for pid, _used in reading.processes:
                 if pid in local or pid in host:
@@ -228,7 +233,7 @@ class ProcessAttributor:
                 if self._is_host_pid(pid, now):
                     host.add(pid)
                 else:
-                    local[pid] = self.classify(pid, claims, user)
+                    local[pid] = self.classify(pid, claims, user, ppids)
         holders = self._holder_map(now, claims) if host else {}
         devices = []
         for reading in readings:
@@ -319,24 +324,51 @@ class ProcessAttributor:
             return None
         return None
 
-    def _owner(self, proc: psutil.Process, claims: Claims) -> str | None:
+    def _ppid(self, pid: int, ppids: dict[int, int | None]) -> int | None:
+        """The parent of `pid` from /proc/PID/stat (one read, kept for this refresh)."""
+        if pid in ppids:
+            return ppids[pid]
+        ppid = None
         try:
-            chain = [proc, *proc.parents()]
-        except psutil.Error:
-            chain = [proc]  # a parent exited mid-walk, or cannot be read
-        for i, p in enumerate(chain):
-            run_dir = claims.roots.get(p.pid)
+            with open(os.path.join(self.proc_root, str(pid), "stat"), "rb") as f:
+                rest = f.read(4096).rpartition(b")")[2].split()
+            if len(rest) > 1 and rest[1].isdigit():
+                ppid = int(rest[1])
+        except OSError:
+            pass
+        ppids[pid] = ppid
+        return ppid
+
+    def _owner(self, pid: int, claims: Claims, ppids: dict[int, int | None]) -> str | None:
+        """The run whose claim covers `pid`: the nearest claimed ancestor decides."""
+        chain: list[int] = []
+        cur: int | None = pid
+        while cur is not None and cur > 0 and len(chain) < 1024:
+            i = len(chain)
+            chain.append(cur)
+            run_dir = claims.roots.get(cur)
             if run_dir is not None:
                 return run_dir
-            if i == 0 and p.pid in claims.exact:
-                return claims.exact[p.pid]
-            run_dir = claims.spawners.get(p.pid)
-            if run_dir is not None and (i == 0 or is_mp_spawn_child(self._cmdline(chain[i - 1]))):
-                return run_dir
+            if i == 0 and cur in claims.exact:
+                return claims.exact[cur]
+            run_dir = claims.spawners.get(cur)
+            if run_dir is not None:
+                if i == 0:
+                    return run_dir
+                try:
+                    if is_mp_spawn_child(self._cmdline(psutil.Process(chain[i - 1]))):
+                        return run_dir
+                except psutil.Error:
+                    pass
+            cur = self._ppid(cur, ppids)
         return None
 
     def classify(
-        self, pid: int, claims: Claims, user: str | None
+        self,
+        pid: int,
+        claims: Claims,
+        user: str | None,
+        ppids: dict[int, int | None] | None = None,
     ) -> tuple[str | None, str | None, str, int | None]:
         """(name, run_dir, kind, local pid) of a GPU process seen here. Never raises."""
         try:
@@ -354,7 +386,7 @@ class ProcessAttributor:
         except Exception:
             name = None
         try:
-            run_dir = self._owner(proc, claims)
+            run_dir = self._owner(pid, claims, {} if ppids is None else ppids)
         except Exception:
             run_dir = None
         if run_dir is not None:
