@@ -660,6 +660,20 @@ def test_profile_summary_helpers(tmp_path: Path) -> None:
     assert parse_profile_summary(None) is None
 
 
+def test_profile_summary_fifo_never_blocks(tmp_path: Path) -> None:
+    """A FIFO named profile_summary.json (no writer) is refused, not opened for reading
+    (a plain open() would wait for a writer forever)."""
+    import threading
+
+    os.mkfifo(tmp_path / "profile_summary.json")
+    got = []
+    reader = threading.Thread(target=lambda: got.append(read_profile_verdict(str(tmp_path))))
+    reader.daemon = True  # before the fix it never returns; the test must still end
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive() and got == [None]
+
+
 # -- idle ----------------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ import psutil
 import pytest
 
 from rgpu_tui.core.collect import Collector
+from rgpu_tui.core.gpu import GpuMonitor
 from rgpu_tui.core.gpu_procs import (
     in_initial_pid_namespace,
     is_coordinator,
@@ -276,7 +277,8 @@ def test_libreyolo_multi_gpu_job_every_rank_is_the_runs(tmp_path: Path, dead_pid
 
 def test_torchrun_and_plain_mp_spawn_jobs(tmp_path: Path) -> None:
     """A torchrun-shaped agent's ranks, and ranks mp.spawn()ed straight from `train`
-    (libreyolo's fallback), are their run's; the replay source object, in process."""
+    (libreyolo's fallback), are their run's, and the straggler alert compares a job's ranks;
+    the replay source object, in process."""
     runs = tmp_path / "runs"
     jobs = [
         _job(tmp_path, "torchrun", "tr", 2, [[], []], runs / "exp_tr"),
@@ -300,13 +302,28 @@ def test_torchrun_and_plain_mp_spawn_jobs(tmp_path: Path) -> None:
             snap = collector.refresh(time.time())
         finally:
             collector.close()
+        by_name = {r.name: r for r in snap.runs}
+        assert by_name["exp_tr"].gpu_indices == (0, 1)
+        assert by_name["exp_mp"].gpu_indices == (2, 3)
+        devices = {d.index: d for d in snap.gpus.devices}
+        assert devices[4].runs == () and devices[4].processes[0].kind == "process"
+        # a minute in which rank 1 of the torchrun job lags: the straggler alert sees it
+        samples = []
+        for t in range(61):
+            sample = json.loads(rec.read_text().splitlines()[0])
+            sample["t"] = t
+            sample["devices"][1]["util_percent"] = 30
+            samples.append(json.dumps(sample))
+        lagging = tmp_path / "lagging.jsonl"
+        lagging.write_text("\n".join(samples) + "\n")
+        monitor = GpuMonitor(replay=load_recording(str(lagging)))
+        for t in range(61):
+            view = monitor.sample(snap.generated_at + t, snap.runs, 20.0)
+        monitor.close()
     finally:
         machine.close()
-    by_name = {r.name: r for r in snap.runs}
-    assert by_name["exp_tr"].gpu_indices == (0, 1)
-    assert by_name["exp_mp"].gpu_indices == (2, 3)
-    devices = {d.index: d for d in snap.gpus.devices}
-    assert devices[4].runs == () and devices[4].processes[0].kind == "process"
+    assert "GPU 1 straggling in run exp_tr: 30% vs 90% on its other GPUs" in view.warnings
+    assert "straggler" in [d for d in view.devices if d.index == 1][0].flags
 
 
 # -- inside a container -----------------------------------------------------------------
