@@ -207,7 +207,7 @@ class ProcessAttributor:
         self._nodes: dict[tuple[int, float], tuple[frozenset[str] | None, float]] = {}
         self._holders: tuple[tuple, float, dict] | None = None
         self._namespace: str | None = None
-        self.scans = 0  # container rescans made (the bench counts them)
+        self.scans = 0  # container rescans made (tests count them)
 
     # -- public ---------------------------------------------------------------
 

@@ -465,3 +465,40 @@ def test_initial_pid_namespace_from_pid_2(tmp_path: Path, stat, initial) -> None
         (tmp_path / "2").mkdir()
         (tmp_path / "2" / "stat").write_text(stat)
     assert in_initial_pid_namespace(str(tmp_path)) is initial
+
+
+def test_container_reads_only_when_needed_and_only_the_runs_processes(
+    tmp_path: Path, monkeypatch, live_process: psutil.Process, me: psutil.Process
+) -> None:
+    """The fd tables are read only when a GPU has host pids, at most every
+    CONTAINER_RESCAN_S, and only for the runs' processes (not all of /proc)."""
+    from rgpu_tui.core import gpu_procs
+    from rgpu_tui.core.gpu_procs import DeviceReading, ProcessAttributor
+    from rgpu_tui.core.snapshot import GpuDevice
+
+    from .gpu_fakes import run_info
+
+    read: list[int] = []
+    real = gpu_procs.nvidia_nodes
+    monkeypatch.setattr(gpu_procs, "nvidia_nodes", lambda pid, root="/proc": read.append(pid)
+                        or real(pid, root))  # fmt: skip
+    runs = (run_info(str(tmp_path / "r"), live_process.pid),)
+    unseen = _unused_pid()
+    host = [DeviceReading(GpuDevice(0, "GPU", None, "ok", minor=0), ((unseen, 10.0),))]
+    local = [DeviceReading(GpuDevice(0, "GPU", None, "ok", minor=0), ((me.pid, 10.0),))]
+
+    on_host = ProcessAttributor(initial_pidns=True)
+    for k in range(3):
+        on_host.attribute(1000.0 + k, runs, host)
+    assert on_host.scans == 0 and read == []  # the host's namespace: never
+
+    inside = ProcessAttributor(initial_pidns=False, dev_ctl=str(tmp_path / "no-nvidiactl"))
+    inside.attribute(1000.0, runs, local)
+    assert inside.scans == 0  # NVML's pids are here: nothing to look at
+    for t in (1000.0, 1001.0, 1004.9):
+        devices, namespace = inside.attribute(t, runs, host)
+    assert inside.scans == 1 and namespace == "host"
+    assert devices[0].processes[0].kind == "host"  # the run holds no /dev/nvidia0
+    assert set(read) == {live_process.pid}  # the run's process, nothing else
+    inside.attribute(1000.0 + gpu_procs.CONTAINER_RESCAN_S + 0.1, runs, host)
+    assert inside.scans == 2
