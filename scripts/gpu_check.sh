@@ -8,7 +8,12 @@
 # 2. prints `rgpu-tui snapshot --json`'s GPUs next to nvidia-smi's and fails when a
 #    name or a total memory differs;
 # 3. runs a ~20 s torch matmul load on cuda:0 and checks that device 0's util_percent
-#    in `rgpu-tui snapshot --json` climbs above 30% within 10 s of the load starting.
+#    in `rgpu-tui snapshot --json` climbs above 30% within 10 s of the load starting;
+# 4. host pids: the load writes a run's status.json with its own pid; compares the pid NVML
+#    gives for it with its pid here (they differ inside a container: "host pids"), checks
+#    that rgpu-tui's pid_namespace says the same and that GPU 0 is that run's
+#    (runs[].gpu_indices), and prints which /dev/nvidia* the torch process holds open and
+#    maps (whether CUDA opens every GPU's node, which container attribution relies on).
 # Prints one PASS/FAIL line per check; exits 0 only when every check passed.
 # The whole run is capped at under 5 minutes.
 set -euo pipefail
@@ -156,19 +161,30 @@ fi
 # -- 3. a load on cuda:0 shows up -------------------------------------------------------------
 started="$work/load-started"
 timeout $((LOAD_SECONDS + LOAD_START_LIMIT_S)) .venv/bin/python -c '
-import sys, time
+import json, os, sys, time
+from datetime import datetime, timezone
 import torch
 
 a = torch.randn(8192, 8192, device="cuda:0")
 b = torch.randn(8192, 8192, device="cuda:0")
 (a @ b).sum().item()  # CUDA is up and the kernels are loaded
-open(sys.argv[1], "w").close()
+run = sys.argv[3]  # a run of this process, as libreyolo writes it
+os.makedirs(run, exist_ok=True)
+now = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+status = {"schema_version": 1, "pid": os.getpid(), "state": "running", "started_at": now,
+          "updated_at": now, "total_epochs": 1, "completed_epochs": 0, "current_epoch": 1}
+with open(run + "/.status.json.tmp", "w") as f:
+    json.dump(status, f)
+os.replace(run + "/.status.json.tmp", run + "/status.json")
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
 end = time.time() + float(sys.argv[2])
 while time.time() < end:
     for _ in range(8):
         c = a @ b
     torch.cuda.synchronize()
-' "$started" "$LOAD_SECONDS" >"$work/load.log" 2>&1 &
+' "$started" "$LOAD_SECONDS" "$runs/gpucheck" >"$work/load.log" 2>&1 &
 load_pid=$!
 
 waited=0
@@ -212,6 +228,45 @@ PY
         pass "device 0 util_percent rose to ${best}% (> ${RISE_ABOVE}%) within ${RISE_WITHIN_S} s of the load"
     else
         fail "device 0 util_percent stayed at ${best}% (not > ${RISE_ABOVE}%) for ${RISE_WITHIN_S} s under load"
+    fi
+
+    # -- 4. host pids ------------------------------------------------------------------
+    local_pid="$(cat "$started")"
+    printf '  the torch process here: pid %s; its /dev/nvidia* descriptors and mappings:\n' "$local_pid"
+    ls -l "/proc/$local_pid/fd" 2>/dev/null | grep -o '/dev/nvidia[^ ]*' | sort | uniq -c | sed 's/^/    fd  /' || true
+    grep -o '/dev/nvidia[^ ]*' "/proc/$local_pid/maps" 2>/dev/null | sort | uniq -c | sed 's/^/    map /' || true
+    if snapshot "$work/pids.json" && .venv/bin/python - "$work/pids.json" "$local_pid" <<'PY'; then
+import json
+import sys
+
+with open(sys.argv[1]) as f:
+    data = json.load(f)
+local = int(sys.argv[2])
+gpus = data.get("gpus") or {}
+dev0 = [d for d in gpus.get("devices", []) if d.get("index") == 0]
+nvml_pids = [p["pid"] for p in dev0[0]["processes"]] if dev0 else []
+print(f"  NVML's pids on GPU 0: {nvml_pids}; rgpu-tui's pid_namespace: {gpus.get('pid_namespace')}")
+if local in nvml_pids:
+    seen = "local"
+    print("  NVML gives this machine's pids (the torch process's pid is among them)")
+elif nvml_pids:
+    seen = "host"
+    print("  host pids: NVML's pid for the torch process differs from its pid here (a container)")
+else:
+    print("  NVML lists no process on GPU 0 under load")
+    sys.exit(1)
+for p in dev0[0]["processes"]:
+    print(f"  process {p['pid']}: kind {p['kind']}, local_pid {p.get('local_pid')}, "
+          f"run {p.get('run_dir')}, candidates {p.get('local_candidates')}")
+runs = [r for r in data.get("runs", []) if r["run_dir"].endswith("/gpucheck")]
+indices = runs[0].get("gpu_indices") if runs else None
+print(f"  the torch process's run: state {runs[0]['state'] if runs else None}, gpu_indices {indices}")
+ok = gpus.get("pid_namespace") == seen and indices is not None and 0 in indices
+sys.exit(0 if ok else 1)
+PY
+        pass "pids: rgpu-tui reads NVML's pids right (local or host) and GPU 0 is the torch process's run's"
+    else
+        fail "pids: rgpu-tui's pid_namespace or the run's gpu_indices is wrong (see above)"
     fi
 fi
 

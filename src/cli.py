@@ -41,22 +41,26 @@ def _app_parser() -> argparse.ArgumentParser:
 def _add_fake_gpus(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fake-gpus",
-        type=int,
         default=None,
         metavar="N",
-        help="replace NVML with N simulated GPUs (also RGPU_FAKE_GPUS=N); labelled simulated",
+        help="replace NVML with N simulated GPUs, 0 to 64 (also RGPU_FAKE_GPUS=N); "
+        "labelled simulated",
+    )
+    p.add_argument(
+        "--gpu-replay",
+        default=None,
+        metavar="FILE",
+        help="replace NVML with a GPU recording (JSON lines, from snapshot --record-gpus; "
+        "also RGPU_GPU_REPLAY=FILE); labelled replay",
     )
 
 
-def _fake_gpus(args) -> tuple[int | None, dict[int, float] | None]:
-    """--fake-gpus wins over RGPU_FAKE_GPUS; RGPU_FAKE_GPU_LOSE=i@s loses device i after s."""
-    from .core.gpu import fake_gpus_from_env
+def _fake_gpus(args):
+    """The GPU source the flags and environment ask for (a GpuSourceChoice); ValueError
+    with one line for a bad value or two sources at once."""
+    from .core.gpu_source import choose_gpu_source
 
-    env_n, lose = fake_gpus_from_env()
-    n = args.fake_gpus if args.fake_gpus is not None else env_n
-    if n is not None and n < 0:
-        raise ValueError("--fake-gpus must be 0 or more")
-    return n, lose
+    return choose_gpu_source(args.fake_gpus, args.gpu_replay)
 
 
 def _snapshot_parser() -> argparse.ArgumentParser:
@@ -66,6 +70,19 @@ def _snapshot_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=DEFAULT_ROOT, help="runs root or one run directory")
     p.add_argument("--json", action="store_true", help="print JSON (schema_version 1)")
     _add_fake_gpus(p)
+    p.add_argument(
+        "--record-gpus",
+        default=None,
+        metavar="FILE",
+        help="record NVML's GPUs to FILE (the --gpu-replay format) instead of printing",
+    )
+    p.add_argument(
+        "--seconds",
+        type=float,
+        default=10.0,
+        metavar="N",
+        help="with --record-gpus: how long to record, one sample a second (default 10)",
+    )
     add_settings_flags(p)
     return p
 
@@ -84,19 +101,28 @@ def cmd_snapshot(argv: list[str]) -> int:
     from .core.collect import Collector
     from .core.snapshot import snapshot_to_json, snapshot_to_text
 
+    try:
+        choice = _fake_gpus(args)
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
+    if args.record_gpus is not None:
+        from .gpu_cli import record_command
+
+        return record_command(args.record_gpus, args.seconds, choice)
     if not os.path.exists(args.path):
         print(f"rgpu-tui: {args.path}: no such file or directory", file=sys.stderr)
         return 2
     settings = _settings(args)
     if settings is None:
         return 2
-    try:
-        fake_n, fake_lose = _fake_gpus(args)
-    except ValueError as exc:
-        print(f"rgpu-tui: {exc}", file=sys.stderr)
-        return 2
     collector = Collector(
-        args.path, fake_gpus=fake_n, fake_lose=fake_lose, settings=settings, one_shot=True
+        args.path,
+        fake_gpus=choice.fake_gpus,
+        fake_lose=choice.fake_lose,
+        gpu_replay=choice.replay,
+        settings=settings,
+        one_shot=True,
     )
     try:
         # a run directory given as PATH is the selected run; a root selects the newest
@@ -249,13 +275,14 @@ def cmd_app(argv: list[str]) -> int:
     from .tui.app import RgpuApp
 
     try:
-        fake_n, fake_lose = _fake_gpus(args)
+        choice = _fake_gpus(args)
         app = RgpuApp(
             root=args.path,
             interval=args.interval,
             theme_name=args.theme,
-            fake_gpus=fake_n,
-            fake_lose=fake_lose,
+            fake_gpus=choice.fake_gpus,
+            fake_lose=choice.fake_lose,
+            gpu_replay=choice.replay,
             settings=settings,
         )
     except ValueError as exc:
@@ -504,6 +531,11 @@ def cmd_demo(argv: list[str]) -> int:
     settings = _settings(args)
     if settings is None:
         return 2
+    try:
+        choice = _fake_gpus(args)  # before anything starts: a bad value starts nothing
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
     from .core.demo import default_demo_dir, demo_dataset, libreyolo_problem, start_demo
     from .core.launch import LaunchError
 
@@ -548,17 +580,19 @@ def cmd_demo(argv: list[str]) -> int:
         print(f"run directory: {where}")
         print(f"watch it: rgpu-tui {demo.runs_root}")
         return 0
-    try:
-        fake_n, _lose = _fake_gpus(args)
-    except ValueError as exc:
-        print(f"rgpu-tui: {exc}", file=sys.stderr)
-        return 2
-    if fake_n is None and not _nvml_available():
+    fake_n = choice.fake_gpus
+    if choice.nvml and not _nvml_available():
         fake_n = 2
         print("no NVIDIA GPU/driver here: the app shows 2 simulated GPUs (labelled simulated)")
     from .tui.app import RgpuApp
 
-    app = RgpuApp(root=demo.runs_root, fake_gpus=fake_n or None, settings=settings)
+    app = RgpuApp(
+        root=demo.runs_root,
+        fake_gpus=fake_n,
+        fake_lose=choice.fake_lose,
+        gpu_replay=choice.replay,
+        settings=settings,
+    )
     app.run()
     from .core.launch import launch_alive
 

@@ -14,10 +14,24 @@ from dataclasses import replace
 from .config import Settings
 from .cost import CostTracker, cost_once
 from .gpu import GpuMonitor
+from .gpu_replay import GpuRecording
 from .hub import AutoPushState, PushRequest, auto_push_requests
-from .snapshot import Snapshot
+from .snapshot import GpuView, RunInfo, Snapshot
 from .system import SystemMonitor
 from .watch import RunsWatcher
+
+
+def with_gpu_indices(runs: tuple[RunInfo, ...], gpus: GpuView) -> tuple[RunInfo, ...]:
+    """The runs, each with the sorted indices of the GPUs whose `runs` name it."""
+    used: dict[str, list[int]] = {}
+    for d in gpus.devices:
+        for run_dir in d.runs:
+            used.setdefault(run_dir, []).append(d.index)
+    out = []
+    for r in runs:
+        indices = tuple(sorted(set(used.get(r.run_dir, ()))))
+        out.append(r if r.gpu_indices == indices else replace(r, gpu_indices=indices))
+    return tuple(out)
 
 
 class Collector:
@@ -27,6 +41,7 @@ class Collector:
         *,
         fake_gpus: int | None = None,
         fake_lose: dict[int, float] | None = None,
+        gpu_replay: GpuRecording | None = None,
         interval: float = 1.0,
         log_keep: int = 1000,
         settings: Settings | None = None,
@@ -36,7 +51,7 @@ class Collector:
         the idle figures are unknown rather than zero."""
         self.runs = RunsWatcher(root, log_keep=log_keep)
         self.system = SystemMonitor(root)
-        self.gpus = GpuMonitor(fake_gpus, interval=interval, fake_lose=fake_lose)
+        self.gpus = GpuMonitor(fake_gpus, interval=interval, fake_lose=fake_lose, replay=gpu_replay)
         self.settings = settings or Settings()
         self.one_shot = one_shot
         self.cost = CostTracker(self.settings)
@@ -46,6 +61,7 @@ class Collector:
         snap = self.runs.refresh(now, selected)
         system = self.system.sample(now, snap.runs)
         gpus = self.gpus.sample(now, snap.runs, system.cpu_percent)
+        snap = replace(snap, runs=with_gpu_indices(snap.runs, gpus))
         if self.one_shot:
             cost = cost_once(self.settings, now, snap.runs, snap.selected_run, gpus, system)
         else:

@@ -43,6 +43,7 @@ class RunInfo:
     model: str | None = None
     problem: str | None = None  # e.g. "status.json unreadable: permission denied"
     activity: float = 0.0  # newest mtime of its files (sort key)
+    gpu_indices: tuple[int, ...] = ()  # the GPUs its processes use now, sorted (set by Collector)
 
 
 @dataclass(frozen=True)
@@ -104,11 +105,28 @@ class SelectedRun:
 
 @dataclass(frozen=True)
 class GpuProcess:
-    pid: int
+    pid: int  # as NVML gives it (a host pid inside a container)
     name: str | None  # None: psutil cannot see it ("unknown process")
     used_mib: float | None
-    run_dir: str | None  # the run it belongs to (the run's pid or a descendant)
-    kind: str  # "run", "process" (ours, no run), "other-user", "unknown"
+    run_dir: str | None  # the run it belongs to (its pid, a descendant, another rank of its job)
+    kind: str  # "run", "process" (ours, no run), "other-user", "unknown", "host" (host pid, no run)
+    host_pid: bool = False  # `pid` is a host pid: no process here has it
+    local_pid: int | None = None  # this process's pid here, when known
+    local_candidates: tuple[int, ...] = ()  # host pid not paired: run processes here on this GPU
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """One MIG device of a MIG-enabled GPU. NVML gives no utilisation for MIG devices."""
+
+    mig_index: int
+    name: str | None = None
+    uuid: str | None = None
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    mem_used_mib: float | None = None
+    mem_total_mib: float | None = None
+    util_percent: float | None = None
 
 
 @dataclass(frozen=True)
@@ -134,18 +152,24 @@ class GpuDevice:
     processes: tuple[GpuProcess, ...] = ()
     util_history: tuple[float | None, ...] = ()  # oldest first, one sample a refresh
     mem_history: tuple[float | None, ...] = ()  # memory used, MiB
+    minor: int | None = None  # the N of /dev/nvidiaN
+    runs: tuple[str, ...] = ()  # run_dir of every run with a process on it, sorted
+    mig_instances: tuple[MigInstance, ...] = ()  # MIG mode on: its MIG devices
 
 
 @dataclass(frozen=True)
 class GpuView:
     available: bool
     reason: str | None  # why not available, in one sentence
-    source: str  # "nvml" or "fake"
+    source: str  # "nvml", "fake" (simulated) or "replay" (a recording, --gpu-replay)
     driver_version: str | None = None
     devices: tuple[GpuDevice, ...] = ()
     idle: bool = False  # every GPU under 5% and no running run
     idle_since: float | None = None  # when the current idle stretch began
     warnings: tuple[str, ...] = ()  # straggler / starved sentences
+    # "local": NVML's pids are this machine's; "host": NVML gives host pids (a container);
+    # None: not known yet (inside a pid namespace, no GPU process seen)
+    pid_namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -239,6 +263,22 @@ def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
 
 
+def fmt_gpu_indices(indices) -> str:
+    """GPU indices as compact ranges: (0, 1, 2, 3) -> "0-3", (0, 2, 3) -> "0,2-3"."""
+    out: list[str] = []
+    run: list[int] = []
+    for i in sorted(set(indices)):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+        run = [i]
+    if run:
+        out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+    return ",".join(out)
+
+
 def run_to_json(r: RunInfo) -> dict:
     return _clean(
         {
@@ -261,6 +301,7 @@ def run_to_json(r: RunInfo) -> dict:
             "error": r.error,
             "model": r.model,
             "problem": r.problem,
+            "gpu_indices": list(r.gpu_indices),
         }
     )
 
@@ -272,6 +313,7 @@ def gpus_to_json(g: GpuView) -> dict:
             "reason": g.reason,
             "source": g.source,
             "driver_version": g.driver_version,
+            "pid_namespace": g.pid_namespace,
             "idle": g.idle,
             "idle_since": iso(g.idle_since) if g.idle_since is not None else None,
             "warnings": list(g.warnings),
@@ -422,11 +464,23 @@ def _lines(lines: list[str]) -> list[str]:
     return [printable(line) for line in lines]
 
 
+def _process_text(p: GpuProcess) -> str:
+    """'1234 exp7'; a host pid: 'host 81234=12 exp7' (paired) or 'host 81234'."""
+    pid = str(p.pid)
+    if p.host_pid:
+        pid = f"host {p.pid}" + (f"={p.local_pid}" if p.local_pid is not None else "")
+    return pid + (" " + printable(os.path.basename(p.run_dir)) if p.run_dir else "")
+
+
 def gpus_to_text(g: GpuView) -> list[str]:
     if not g.available:
         return _lines([g.reason or "no GPUs"])
     label = "simulated" if g.source == "fake" else f"driver {g.driver_version or 'N/A'}"
-    out = [f"GPUs {len(g.devices)} ({label})" + ("  IDLE" if g.idle else "")]
+    if g.source == "replay":
+        label = f"replay, {label}"
+    out = [f"GPUs {len(g.devices)} ({printable(label)})" + ("  IDLE" if g.idle else "")]
+    if g.pid_namespace == "host":
+        out.append("  container: NVML gives host pids")
     for d in g.devices:
         if d.state == "lost":
             out.append(f"  {d.index} {d.name or 'N/A'}: LOST")
@@ -436,9 +490,7 @@ def gpus_to_text(g: GpuView) -> list[str]:
             if d.mem_used_mib is not None and d.mem_total_mib
             else "N/A"
         )
-        procs = ", ".join(
-            f"{p.pid}{' ' + os.path.basename(p.run_dir) if p.run_dir else ''}" for p in d.processes
-        )
+        procs = ", ".join(_process_text(p) for p in d.processes)
         line = (
             f"  {d.index} {d.name or 'N/A'}: util {_na(d.util_percent, '.0f', '%')}"
             f"  mem {mem}  {_na(d.temperature_c, '.0f', 'C')}  {_na(d.power_w, '.0f', 'W')}"

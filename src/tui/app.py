@@ -80,6 +80,7 @@ class RgpuApp(App[int]):
         fake_gpus: int | None = None,
         fake_lose: dict[int, float] | None = None,
         settings: Settings | None = None,
+        gpu_replay=None,  # a core.gpu_replay.GpuRecording: replay it instead of NVML
     ) -> None:
         super().__init__()
         partial.install()  # partial updates start where the change starts
@@ -96,6 +97,7 @@ class RgpuApp(App[int]):
             root,
             fake_gpus=fake_gpus,
             fake_lose=fake_lose,
+            gpu_replay=gpu_replay,
             interval=interval,
             log_keep=500,
             settings=settings,

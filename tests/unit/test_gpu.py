@@ -7,198 +7,28 @@ import os
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 import psutil
 import pynvml
 import pytest
 
-from rgpu_tui.core import gpu as gpu_mod
-from rgpu_tui.core.gpu import (
-    INIT_RETRY_S,
+from rgpu_tui.core import gpu_procs
+from rgpu_tui.core.gpu import GpuMonitor
+from rgpu_tui.core.gpu_sim import fake_gpus_from_env
+from rgpu_tui.core.gpu_waste import (
     STARVED_GUESS,
-    GpuMonitor,
-    fake_gpus_from_env,
     find_stragglers,
     is_idle,
     parse_profile_summary,
     read_profile_verdict,
     window_mean,
 )
-from rgpu_tui.core.snapshot import GpuDevice, GpuView, RunInfo
+from rgpu_tui.core.nvml_source import INIT_RETRY_S
+from rgpu_tui.core.snapshot import GpuDevice
 
-MIB = 1024 * 1024
-T0 = 1_700_000_000.0
-
-# -- a fake pynvml ----------------------------------------------------------------
-
-
-@dataclass
-class FakeGpu:
-    name: str | bytes = b"NVIDIA H100 80GB HBM3"
-    uuid: str | bytes = b"GPU-11111111-2222-3333-4444-555555555555"
-    util: int = 50
-    mem_util: int = 20
-    used: int = 1000 * MIB  # bytes, as NVML gives them
-    total: int = 81559 * MIB
-    temp: int = 61
-    power_mw: int = 312_500
-    limit_mw: int = 700_000
-    sm_clock: int = 1980
-    fan: int = 45
-    pstate: int = 2
-    mig: tuple = (0, 0)
-    compute: list = field(default_factory=list)
-    graphics: list = field(default_factory=list)
-    unsupported: set = field(default_factory=set)  # function names that raise NotSupported
-    lost: bool = False
-    no_handle: bool = False
-
-
-def proc(pid: int, used_bytes) -> SimpleNamespace:
-    return SimpleNamespace(pid=pid, usedGpuMemory=used_bytes)
-
-
-class FakeNvml:
-    """The pynvml functions GpuMonitor uses, over FakeGpu boards, counting calls.
-
-    The exception classes are pynvml's own, so the monitor is tested against the
-    errors the real module raises.
-    """
-
-    NVML_TEMPERATURE_GPU = pynvml.NVML_TEMPERATURE_GPU
-    NVML_CLOCK_SM = pynvml.NVML_CLOCK_SM
-    NVMLError = pynvml.NVMLError
-    NVMLError_NotSupported = pynvml.NVMLError_NotSupported
-    NVMLError_GpuIsLost = pynvml.NVMLError_GpuIsLost
-    NVMLError_Unknown = pynvml.NVMLError_Unknown
-    NVMLError_Uninitialized = pynvml.NVMLError_Uninitialized
-    NVMLError_LibraryNotFound = pynvml.NVMLError_LibraryNotFound
-    NVMLError_DriverNotLoaded = pynvml.NVMLError_DriverNotLoaded
-
-    def __init__(self, gpus: list[FakeGpu], driver=b"550.54.15", init_error=None):
-        self.gpus = gpus
-        self.driver = driver
-        self.init_error = init_error
-        self.uninitialised_queries = False
-        self.calls: Counter = Counter()
-        self.initialised = False
-
-    # -- library
-    def nvmlInit(self):
-        self.calls["nvmlInit"] += 1
-        if self.init_error is not None:
-            raise self.init_error
-        self.initialised = True
-
-    def nvmlShutdown(self):
-        self.calls["nvmlShutdown"] += 1
-        self.initialised = False
-
-    def nvmlSystemGetDriverVersion(self):
-        return self.driver
-
-    def nvmlDeviceGetCount(self):
-        return len(self.gpus)
-
-    def nvmlDeviceGetHandleByIndex(self, index):
-        self.calls["nvmlDeviceGetHandleByIndex"] += 1
-        if self.gpus[index].no_handle:
-            raise pynvml.NVMLError_GpuIsLost()
-        return ("handle", index)
-
-    # -- per device
-    def _dev(self, fname: str, handle) -> FakeGpu:
-        self.calls[fname] += 1
-        self.calls[(fname, handle[1])] += 1
-        if not self.initialised or self.uninitialised_queries:
-            raise pynvml.NVMLError_Uninitialized()
-        g = self.gpus[handle[1]]
-        if g.lost:
-            raise pynvml.NVMLError_GpuIsLost()
-        if fname in g.unsupported:
-            raise pynvml.NVMLError_NotSupported()
-        return g
-
-    def nvmlDeviceGetName(self, h):
-        return self._dev("nvmlDeviceGetName", h).name
-
-    def nvmlDeviceGetUUID(self, h):
-        return self._dev("nvmlDeviceGetUUID", h).uuid
-
-    def nvmlDeviceGetEnforcedPowerLimit(self, h):
-        return self._dev("nvmlDeviceGetEnforcedPowerLimit", h).limit_mw
-
-    def nvmlDeviceGetUtilizationRates(self, h):
-        g = self._dev("nvmlDeviceGetUtilizationRates", h)
-        return SimpleNamespace(gpu=g.util, memory=g.mem_util)
-
-    def nvmlDeviceGetMemoryInfo(self, h):
-        g = self._dev("nvmlDeviceGetMemoryInfo", h)
-        return SimpleNamespace(used=g.used, total=g.total, free=g.total - g.used)
-
-    def nvmlDeviceGetTemperature(self, h, sensor):
-        assert sensor == pynvml.NVML_TEMPERATURE_GPU
-        return self._dev("nvmlDeviceGetTemperature", h).temp
-
-    def nvmlDeviceGetPowerUsage(self, h):
-        return self._dev("nvmlDeviceGetPowerUsage", h).power_mw
-
-    def nvmlDeviceGetClockInfo(self, h, clock):
-        assert clock == pynvml.NVML_CLOCK_SM
-        return self._dev("nvmlDeviceGetClockInfo", h).sm_clock
-
-    def nvmlDeviceGetFanSpeed(self, h):
-        return self._dev("nvmlDeviceGetFanSpeed", h).fan
-
-    def nvmlDeviceGetPerformanceState(self, h):
-        return self._dev("nvmlDeviceGetPerformanceState", h).pstate
-
-    def nvmlDeviceGetMigMode(self, h):
-        return list(self._dev("nvmlDeviceGetMigMode", h).mig)
-
-    def nvmlDeviceGetComputeRunningProcesses(self, h):
-        return list(self._dev("nvmlDeviceGetComputeRunningProcesses", h).compute)
-
-    def nvmlDeviceGetGraphicsRunningProcesses(self, h):
-        return list(self._dev("nvmlDeviceGetGraphicsRunningProcesses", h).graphics)
-
-
-def gpus(n: int, **kw) -> list[FakeGpu]:
-    return [
-        FakeGpu(uuid=f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd".encode(), **kw) for i in range(n)
-    ]
-
-
-def run_info(run_dir: str, pid: int | None, state: str = "running", name: str | None = None):
-    return RunInfo(
-        run_dir=run_dir,
-        name=name or os.path.basename(run_dir),
-        state=state,
-        status_state="running" if state in ("running", "stalled", "dead") else state,
-        pid=pid,
-        pid_alive=True if state in ("running", "stalled") else None,
-        current_epoch=3,
-        total_epochs=10,
-        progress=0.3,
-        eta_seconds=100.0,
-        elapsed_seconds=50.0,
-        mean_epoch_seconds=10.0,
-        best_metric=None,
-        best_metric_name=None,
-        best_epoch=None,
-        updated_at=None,
-        error=None,
-    )
-
-
-def dev(view: GpuView, index: int) -> GpuDevice:
-    (d,) = [d for d in view.devices if d.index == index]
-    return d
+from .gpu_fakes import MIB, T0, FakeGpu, FakeNvml, dev, gpus, proc, run_info
 
 
 @pytest.fixture
@@ -398,7 +228,7 @@ def test_compute_and_graphics_merged_by_pid(dead_pid: int) -> None:
 
 
 def test_other_user_by_username(monkeypatch) -> None:
-    monkeypatch.setattr(gpu_mod, "_my_username", lambda: "someone-else-entirely")
+    monkeypatch.setattr(gpu_procs, "_my_username", lambda: "someone-else-entirely")
     fake = FakeNvml(gpus(1))
     fake.gpus[0].compute = [proc(os.getpid(), MIB)]
     (p,) = dev(GpuMonitor(nvml=fake).sample(T0, (), None), 0).processes
@@ -412,7 +242,7 @@ def test_other_user_by_access_denied(monkeypatch) -> None:
         def username(self):
             raise psutil.AccessDenied(self.pid)
 
-    monkeypatch.setattr(gpu_mod.psutil, "Process", Denied)
+    monkeypatch.setattr(gpu_procs.psutil, "Process", Denied)
     fake = FakeNvml(gpus(1))
     fake.gpus[0].compute = [proc(os.getpid(), MIB)]
     (p,) = dev(GpuMonitor(nvml=fake).sample(T0, (), None), 0).processes
@@ -423,7 +253,7 @@ def test_process_lookups_failing_never_raise(monkeypatch) -> None:
     def broken(pid):
         raise RuntimeError("psutil exploded")
 
-    monkeypatch.setattr(gpu_mod.psutil, "Process", broken)
+    monkeypatch.setattr(gpu_procs.psutil, "Process", broken)
     fake = FakeNvml(gpus(1))
     fake.gpus[0].compute = [proc(4242, MIB)]
     view = GpuMonitor(nvml=fake).sample(T0, (), None)
@@ -606,7 +436,7 @@ def test_sample_never_raises(monkeypatch) -> None:
     def boom(*args):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(mon, "_finish", boom)
+    monkeypatch.setattr(mon._waste, "finish", boom)
     view = mon.sample(T0, (), None)
     assert view.available is False and "RuntimeError" in view.reason
 
@@ -828,6 +658,20 @@ def test_profile_summary_helpers(tmp_path: Path) -> None:
         "GPU starved — profiler verdict: weird: a b"
     )
     assert parse_profile_summary(None) is None
+
+
+def test_profile_summary_fifo_never_blocks(tmp_path: Path) -> None:
+    """A FIFO named profile_summary.json (no writer) is refused, not opened for reading
+    (a plain open() would wait for a writer forever)."""
+    import threading
+
+    os.mkfifo(tmp_path / "profile_summary.json")
+    got = []
+    reader = threading.Thread(target=lambda: got.append(read_profile_verdict(str(tmp_path))))
+    reader.daemon = True  # before the fix it never returns; the test must still end
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive() and got == [None]
 
 
 # -- idle ----------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import math
 
 from rich.text import Text
 
-from ...core.snapshot import GpuDevice, GpuView, RunInfo, SystemView, fmt_duration
+from ...core.snapshot import GpuDevice, GpuProcess, GpuView, RunInfo, SystemView, fmt_duration
 from ...core.text import printable
 from .lines import LinePane
 from .metrics import sparkline
@@ -78,6 +78,21 @@ def bucket_means(values, n: int) -> list[float | None]:
     return out
 
 
+def pid_text(p: GpuProcess) -> str:
+    """'pid 1234'; inside a container 'host pid 81234 = pid 12' when paired, else 'host pid
+    81234, container process 12' (the run's processes here holding this GPU)."""
+    if not p.host_pid:
+        return f"pid {p.pid}"
+    text = f"host pid {p.pid}"
+    if p.local_pid is not None:
+        return f"{text} = pid {p.local_pid}"
+    here = p.local_candidates
+    if here:
+        shown = ", ".join(str(pid) for pid in here[:3]) + (", …" if len(here) > 3 else "")
+        text += f", container process{'es' if len(here) > 1 else ''} {shown}"
+    return text
+
+
 def gpu_row(d: GpuDevice, names: dict[str, str], width: int, name_w: int) -> Text:
     row = Text(no_wrap=True, overflow="ellipsis")
     name = short_gpu_name(d.name)[:name_w]
@@ -105,16 +120,18 @@ def gpu_row(d: GpuDevice, names: dict[str, str], width: int, name_w: int) -> Tex
     owners = []
     for p in d.processes:
         if p.kind == "run" and p.run_dir:
-            label = names.get(p.run_dir, p.run_dir)
+            label = printable(names.get(p.run_dir, p.run_dir))
         elif p.kind == "unknown":
             label = "unknown process"
+        elif p.kind == "host":
+            label = "host process"  # a host pid no run here holds this GPU for
         elif p.kind == "other-user":
-            label = f"other user's {p.name or 'process'}"
+            label = f"other user's {printable(p.name or 'process')}"
         else:
-            label = p.name or "process"
+            label = printable(p.name or "process")
         if width >= WIDE:
             mem = f" {p.used_mib / 1024:.1f}G" if p.used_mib is not None else ""
-            label = f"{label} (pid {p.pid}{mem})"
+            label = f"{label} ({pid_text(p)}{mem})"
         if label not in owners:
             owners.append(label)
     if owners:
@@ -176,8 +193,12 @@ class GpuPane(LinePane):
             head.append(f"GPUs {len(g.devices)}", style="bold")
             if g.source == "fake":
                 head.append(" simulated", style="bold magenta")
-            elif g.driver_version:
-                head.append(f" driver {g.driver_version}", style="dim")
+            elif g.source == "replay":
+                head.append(" replay", style="bold magenta")
+            if g.source != "fake" and g.driver_version:
+                head.append(f" driver {printable(g.driver_version)}", style="dim")
+            if g.pid_namespace == "host":
+                head.append("  container: NVML gives host pids", style="yellow")
             if g.idle:
                 since = self._now - g.idle_since if g.idle_since is not None else None
                 head.append(f"  IDLE {fmt_duration(since)}", style="bold black on yellow")

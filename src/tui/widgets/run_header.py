@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ...core.snapshot import PushInfo, RunInfo, best_text, epoch_text, fmt_duration
+from ...core.snapshot import (
+    PushInfo,
+    RunInfo,
+    best_text,
+    epoch_text,
+    fmt_duration,
+    fmt_gpu_indices,
+)
 from ...core.status import parse_time
 from ...core.text import printable
 from .lines import LinePane
@@ -90,6 +97,9 @@ class RunHeader(LinePane):
         if r.model:
             top.append(f"  {printable(r.model)}", style="dim")
         top.append(f"  epoch {epoch_text(r)}")
+        if r.gpu_indices:
+            plural = "s" if len(r.gpu_indices) > 1 else ""
+            top.append(f"  GPU{plural} {fmt_gpu_indices(r.gpu_indices)}")
 
         pct = "  ?%" if r.progress is None else f"{r.progress * 100:3.0f}%"
         eta = f"ETA {fmt_duration(r.eta_seconds)}" if r.eta_seconds is not None else "ETA -"

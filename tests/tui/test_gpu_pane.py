@@ -1,0 +1,67 @@
+"""The GPU pane and the run header with a GPU recording (--gpu-replay): the pane says
+"replay", says when NVML's pids are host pids, names each GPU's run; the header lists the
+run's GPUs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rgpu_tui.core.gpu_procs import ProcessAttributor
+from rgpu_tui.core.gpu_replay import load_recording
+from rgpu_tui.tui.app import RgpuApp
+from rgpu_tui.tui.widgets.gpus import GpuPane
+from rgpu_tui.tui.widgets.run_header import RunHeader
+
+from .helpers import rendered, wait_for
+
+HOST_PID = 4_000_001  # no process here has it (a host pid of a container's process)
+
+
+def _recording(path, devices: list[list[int]]):
+    sample = {
+        "t": 0,
+        "driver_version": "550.54.15",
+        "devices": [
+            {
+                "index": i,
+                "minor": i,
+                "name": "NVIDIA H100 80GB HBM3",
+                "util_percent": 95,
+                "mem_used_mib": 40000,
+                "mem_total_mib": 81559,
+                "temperature_c": 66,
+                "power_w": 500.0,
+                "processes": [{"pid": pid, "used_mib": 39000} for pid in pids],
+            }
+            for i, pids in enumerate(devices)
+        ],
+    }
+    path.write_text(json.dumps(sample) + "\n")
+    return load_recording(str(path))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)])
+async def test_replay_in_a_container(runs_root, tmp_path, size) -> None:
+    # the running run's status.json pid is 1; GPUs 0 and 2 are its, GPU 1 a host process's
+    recording = _recording(tmp_path / "gpus.jsonl", [[1], [HOST_PID], [1]])
+    app = RgpuApp(str(runs_root.root), interval=3600.0, clock=runs_root.clock,
+                  gpu_replay=recording)  # fmt: skip
+    # as inside a container's pid namespace (this test machine is not one)
+    app.collector.gpus.attributor = ProcessAttributor(initial_pidns=False)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.pause()
+        pane = rendered(app.query_one(GpuPane)).splitlines()
+        assert pane[0].startswith("GPUs 3 replay driver 550.54.15  container: NVML gives host pids")
+        assert "live_exp" in pane[1] and "live_exp" in pane[3]
+        assert "host process" in pane[2]
+        if size[0] >= 120:
+            assert "live_exp (pid 1 38.1G)" in pane[1]
+            assert "host process (host pid 4000001 38.1G)" in pane[2]
+        header = rendered(app.query_one(RunHeader))
+        assert "epoch 30/100  GPUs 0,2" in header
+    live = app.snapshot.run(str(runs_root.root / "live_exp"))
+    assert live.gpu_indices == (0, 2)
+    assert app.snapshot.gpus.pid_namespace == "host"
