@@ -107,8 +107,10 @@ class StatusReader:
         """Returns True when what the reader says changed."""
         try:
             st = os.stat(self.path)
-        except OSError as exc:
-            return self._set(self.data, describe_os_error(exc).replace("missing", "no status.json"))
+        except FileNotFoundError:
+            return self._set(self.data, "no status.json")
+        except OSError as exc:  # its directory cannot be searched, a loop of symlinks...
+            return self._set(self.data, "status.json " + describe_os_error(exc))
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         self.mtime = st.st_mtime
         if key == self._key:

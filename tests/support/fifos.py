@@ -55,13 +55,21 @@ class FifoReleaser:
         while not self._stop.wait(0.02):
             self.released += release_once(self.fifos)
 
+    def start(self) -> None:
+        if not self._thread.is_alive():
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
     def __enter__(self) -> FifoReleaser:
-        self._thread.start()
+        self.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+        self.stop()
 
 
 def returns_within(
