@@ -51,7 +51,7 @@ from .safeio import NotRegularFile, open_regular
 from .values import (
     COST,
     DISK_GB,
-    FINITE,
+    METRIC,
     MINUTES,
     MONEY,
     PRICE_PER_HOUR,
@@ -85,7 +85,7 @@ class ConfigError(ValueError):
 def _number(raw) -> float:
     if isinstance(raw, bool):
         raise ValueError("must be a number")
-    if isinstance(raw, int) and raw not in FINITE:  # 400 digits: float() would overflow
+    if isinstance(raw, int) and raw not in METRIC:  # 400 digits: float() would overflow
         raise ValueError("must be a finite number")
     if isinstance(raw, (int, float)):
         value = float(raw)
@@ -105,7 +105,7 @@ def _within(rng: Range, *, positive: bool = False) -> Callable[[object], float]:
     """A number in `rng` (core.values holds the ranges); more than 0 with `positive`."""
 
     def parse(raw) -> float:
-        if isinstance(raw, int) and not isinstance(raw, bool) and raw not in FINITE:
+        if isinstance(raw, int) and not isinstance(raw, bool) and raw not in METRIC:
             value = math.inf if raw > 0 else -math.inf  # 400 digits: said out of range
         else:
             value = _number(raw)
@@ -357,6 +357,8 @@ def _read_file(path: str, explicit: bool, warnings: list[str]) -> tuple[dict, st
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _decode_error(path, text, exc) from None
+    except ValueError:  # int() refuses more than 4300 digits (sys.get_int_max_str_digits)
+        raise ConfigError(f"{path}: holds a number too long to read") from None
     return doc, text, mtime
 
 

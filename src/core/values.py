@@ -41,7 +41,6 @@ TIMES = Range(0.0, 7_258_118_400.0)  # 1970-01-01 .. 2200-01-01 UTC
 DURATIONS = Range(0.0, 3.2e8)  # seconds: about ten years
 METRIC = Range(-FLOAT_MAX, FLOAT_MAX)  # any finite float
 INT64 = Range(-INT64_MAX - 1, INT64_MAX)
-FINITE = METRIC
 
 # settings (config file, RGPU_* variables, flags)
 PRICE_PER_HOUR = Range(0.0, 100_000.0)  # USD/h for a whole machine

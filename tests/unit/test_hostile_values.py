@@ -366,6 +366,13 @@ def test_config_values_out_of_range(tmp_path: Path, text: str, message: str) -> 
     assert config_error(tmp_path, text + "\n").startswith(message)
 
 
+def test_config_number_too_long_to_read(tmp_path: Path) -> None:
+    """5000 digits: tomllib's int() raises a plain ValueError (the 4300-digit limit), which
+    escaped as a traceback."""
+    message = config_error(tmp_path, f"price_per_hour = {'9' * 5000}\n")
+    assert message == f"{tmp_path / 'config.toml'}: holds a number too long to read"
+
+
 def test_env_and_flags_out_of_range() -> None:
     with pytest.raises(ConfigError, match=r"^RGPU_BILLING_STARTED_AT: billing_started_at looks "):
         load_settings(None, environ={"RGPU_BILLING_STARTED_AT": "1700000000000", "HOME": "/n"})
