@@ -88,12 +88,16 @@ def _snapshot_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args):
-    """The settings, or None after printing the one-line error (the caller exits 2)."""
+    """The settings, or None after printing the one-line error (the caller exits 2).
+    A default config file that cannot be read is a one-line warning; the command goes on."""
     try:
-        return settings_from_args(args)
+        settings = settings_from_args(args)
     except ConfigError as exc:
         print(f"rgpu-tui: {exc}", file=sys.stderr)
         return None
+    for warning in settings.warnings:
+        print(f"rgpu-tui: warning: {warning}", file=sys.stderr)
+    return settings
 
 
 def cmd_snapshot(argv: list[str]) -> int:

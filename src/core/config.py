@@ -11,9 +11,15 @@ Three layers, each overriding the one before:
 
 Every mistake is a `ConfigError` whose message is one line naming where the
 bad value came from: `/path/config.toml line 3: ...`, `RGPU_DISK_GB: ...` or
-`--balance: ...`. Unknown keys in the file are errors too (they are nearly
-always typos). Unknown `RGPU_*` variables are ignored: other parts of the
-program own some (RGPU_FAKE_GPUS).
+`--balance: ...`. A number must be finite and in its sane range (core.values:
+a price up to $100,000/h, a balance within ±$1e9, ...); a time from 1970 to 2200
+(epoch milliseconds are refused with a hint). The file is opened without blocking
+(a FIFO is refused); a default file that exists but cannot be read (permission
+denied, a directory, a FIFO) is a warning in `Settings.warnings` and the other
+sources still count, while a `--config FILE` that cannot be read is an error.
+Unknown keys in the file are errors too (they are nearly always typos). Unknown
+`RGPU_*` variables are ignored: other parts of the program own some
+(RGPU_FAKE_GPUS).
 
 A key is one field of `Settings`, declared with `_setting(...)`: adding a key
 is adding that one line (and, if it needs a new kind of value, a parser).
@@ -41,6 +47,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 
+from .safeio import NotRegularFile, open_regular
+from .values import (
+    COST,
+    DISK_GB,
+    METRIC,
+    MINUTES,
+    MONEY,
+    PRICE_PER_HOUR,
+    SIGNAL_DELAY_S,
+    STORAGE_PRICE,
+    TIMES,
+    Range,
+)
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -51,6 +71,7 @@ APP_DIR = "rgpu-tui"
 CONFIG_NAME = "config.toml"
 
 FILE, ENV, FLAG = 1, 2, 3  # precedence of the layers
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -64,6 +85,8 @@ class ConfigError(ValueError):
 def _number(raw) -> float:
     if isinstance(raw, bool):
         raise ValueError("must be a number")
+    if isinstance(raw, int) and raw not in METRIC:  # 400 digits: float() would overflow
+        raise ValueError("must be a finite number")
     if isinstance(raw, (int, float)):
         value = float(raw)
     elif isinstance(raw, str):
@@ -78,41 +101,64 @@ def _number(raw) -> float:
     return value
 
 
-def _non_negative(raw) -> float:
-    value = _number(raw)
-    if value < 0:
-        raise ValueError("must not be negative")
-    return value
+def _within(rng: Range, *, positive: bool = False) -> Callable[[object], float]:
+    """A number in `rng` (core.values holds the ranges); more than 0 with `positive`."""
 
+    def parse(raw) -> float:
+        if isinstance(raw, int) and not isinstance(raw, bool) and raw not in METRIC:
+            value = math.inf if raw > 0 else -math.inf  # 400 digits: said out of range
+        else:
+            value = _number(raw)
+        if positive and value <= 0:
+            raise ValueError("must be more than 0")
+        if value < rng.lo:
+            raise ValueError(
+                "must not be negative" if rng.lo == 0 else f"must be at least {rng.lo:,.0f}"
+            )
+        if value > rng.hi:
+            raise ValueError(f"must be at most {rng.hi:,.0f}")
+        return value
 
-def _positive(raw) -> float:
-    value = _number(raw)
-    if value <= 0:
-        raise ValueError("must be more than 0")
-    return value
+    return parse
 
 
 def _when(raw) -> float:
-    """ISO 8601 time (or epoch seconds) -> epoch seconds; no offset means local time."""
+    """ISO 8601 time (or epoch seconds) -> epoch seconds within core.values.TIMES (1970 to
+    2200); no offset means local time. Epoch milliseconds are refused with a hint."""
     if isinstance(raw, datetime):
-        return raw.timestamp()
-    if isinstance(raw, date):
-        return datetime(raw.year, raw.month, raw.day).timestamp()
-    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        return _number(raw)
-    if isinstance(raw, str):
-        text = raw.strip()
-        try:
-            return float(text) if re.fullmatch(r"\d+(\.\d*)?", text) else _iso(text)
-        except ValueError:
-            pass
-    raise ValueError("must be an ISO 8601 time such as 2026-07-31T10:00:00Z")
+        value = _timestamp(raw)
+    elif isinstance(raw, date):
+        value = _timestamp(datetime(raw.year, raw.month, raw.day))
+    elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        value = _number(raw)
+    else:
+        value = None
+        if isinstance(raw, str):
+            text = raw.strip()
+            try:
+                value = float(text) if re.fullmatch(r"\d+(\.\d*)?", text) else _iso(text)
+            except ValueError:
+                pass
+        if value is None:
+            raise ValueError("must be an ISO 8601 time such as 2026-07-31T10:00:00Z")
+    if value not in TIMES:
+        if value / 1000 in TIMES:
+            raise ValueError("looks like epoch milliseconds: give seconds or an ISO 8601 time")
+        raise ValueError("must be a time from 1970 to 2200")
+    return value
+
+
+def _timestamp(dt: datetime) -> float:
+    try:
+        return dt.timestamp()
+    except (ValueError, OverflowError, OSError):  # year 1 in local time, and the like
+        return -math.inf
 
 
 def _iso(text: str) -> float:
     if text.endswith(("Z", "z")):  # fromisoformat takes "Z" only from 3.11
         text = text[:-1] + "+00:00"
-    return datetime.fromisoformat(text).timestamp()
+    return _timestamp(datetime.fromisoformat(text))
 
 
 def _text(raw) -> str:
@@ -158,34 +204,36 @@ class Settings:
     """What the user told us. None: not set (the code that uses it says what it falls back to)."""
 
     price_per_hour: float | None = _setting(
-        _non_negative, "USD per hour for the whole machine", flag=True, metavar="USD"
+        _within(PRICE_PER_HOUR), "USD per hour for the whole machine", flag=True, metavar="USD"
     )
     disk_gb: float | None = _setting(
-        _non_negative,
+        _within(DISK_GB),
         "allocated disk in GB (default: the filesystem that holds the runs)",
         flag=True,
         metavar="GB",
     )
     storage_price_gb_month: float | None = _setting(
-        _non_negative,
+        _within(STORAGE_PRICE),
         "USD per GB per month of disk (billed while stopped)",
         flag=True,
         metavar="USD",
     )
     rebuild_cost: float | None = _setting(
-        _non_negative,
+        _within(COST),
         "USD to rent again, pull, install and re-stage data",
         flag=True,
         metavar="USD",
     )
     balance: float | None = _setting(
-        _number, "prepaid credit left at balance_at, USD", flag=True, metavar="USD"
+        _within(MONEY), "prepaid credit left at balance_at, USD", flag=True, metavar="USD"
     )
     balance_at: float | None = _setting(_when, "when the balance was read (ISO 8601)")
     billing_started_at: float | None = _setting(
         _when, "when billing started (ISO 8601; default: when this container started)"
     )
-    idle_minutes: float = _setting(_positive, "minutes idle before the idle banner", default=10.0)
+    idle_minutes: float = _setting(
+        _within(MINUTES, positive=True), "minutes idle before the idle banner", default=10.0
+    )
     # pushing checkpoints to the Hugging Face Hub
     hub_repo: str | None = _setting(
         _repo_id, "Hub repo for checkpoints, ORG/NAME (created private)", flag=True, metavar="REPO"
@@ -201,14 +249,19 @@ class Settings:
     # launching and stopping runs
     model: str = _setting(_text, "default model of the launch form", default="LibreYOLO9s.pt")
     stop_term_after: float = _setting(
-        _positive, "seconds after SIGINT before a stop sends SIGTERM", default=30.0
+        _within(SIGNAL_DELAY_S, positive=True),
+        "seconds after SIGINT before a stop sends SIGTERM",
+        default=30.0,
     )
     stop_kill_after: float = _setting(
-        _positive, "seconds after SIGINT before a stop sends SIGKILL", default=60.0
+        _within(SIGNAL_DELAY_S, positive=True),
+        "seconds after SIGINT before a stop sends SIGKILL",
+        default=60.0,
     )
     # where the values came from: not settings themselves
     config_path: str | None = None  # the file that was read, if one was
     sources: tuple[tuple[str, str], ...] = ()  # (key, "file line 3" / "RGPU_X" / "--x")
+    warnings: tuple[str, ...] = ()  # one line each, for stderr: a default file not read
 
     def source(self, key: str) -> str | None:
         """Where `key` came from, in words; None for a default."""
@@ -268,20 +321,33 @@ def _decode_error(path: str, text: str, exc: Exception) -> ConfigError:
     return ConfigError(f"{where}: {msg}")
 
 
-def _read_file(path: str, explicit: bool) -> tuple[dict, str, float] | None:
-    """(document, text, mtime), or None for a missing default file."""
+def _read_file(path: str, explicit: bool, warnings: list[str]) -> tuple[dict, str, float] | None:
+    """(document, text, mtime), or None for a missing default file, or for a default file
+    that cannot be read (permission denied, a directory, a FIFO): that one is a warning
+    added to `warnings` and the other sources still count. A `--config FILE` that cannot
+    be read, and any file that is read but is not valid, are a ConfigError."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        # never blocks: a FIFO or a device is refused before it is opened
+        with os.fdopen(open_regular(path), "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
             mtime = os.fstat(handle.fileno()).st_mtime
     except FileNotFoundError:
         if explicit:
             raise ConfigError(f"{path}: no such file") from None
         return None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a config file") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        if isinstance(exc, IsADirectoryError):
+            why = "is a directory, not a config file"
+        elif isinstance(exc, NotRegularFile):
+            why = "is not a regular file (a FIFO, socket or device), not a config file"
+        else:
+            why = f"cannot read: {exc.strerror or exc}"
+        if explicit:
+            raise ConfigError(f"{path}: {why}") from None
+        warnings.append(f"{path}: {why}; settings from it are not used")
+        return None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB, not a config file")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -291,6 +357,8 @@ def _read_file(path: str, explicit: bool) -> tuple[dict, str, float] | None:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _decode_error(path, text, exc) from None
+    except ValueError:  # int() refuses more than 4300 digits (sys.get_int_max_str_digits)
+        raise ConfigError(f"{path}: holds a number too long to read") from None
     return doc, text, mtime
 
 
@@ -309,6 +377,8 @@ def _parse(key: str, raw, where: str):
         return spec["parse"](raw)
     except ValueError as exc:
         raise ConfigError(f"{where}: {key} {exc}, got {_show(raw)}") from None
+    except ArithmeticError:  # a parser missed a huge value: still one line
+        raise ConfigError(f"{where}: {key} is out of range, got {_show(raw)}") from None
 
 
 def _show(raw) -> str:
@@ -339,8 +409,9 @@ def load_settings(
     source: dict[str, str] = {}
     read_path = None
     file_mtime = None
+    warnings: list[str] = []
 
-    got = _read_file(path, explicit)
+    got = _read_file(path, explicit, warnings)
     if got is not None:
         doc, text, file_mtime = got
         read_path = path
@@ -380,6 +451,7 @@ def load_settings(
         **values,
         config_path=read_path,
         sources=tuple(sorted(source.items())),
+        warnings=tuple(warnings),
     )
 
 

@@ -43,6 +43,7 @@ from .snapshot import (
     iso,
 )
 from .text import printable
+from .values import TIMES
 
 HOURS_PER_MONTH = 720.0  # 30-day months, as the seed's measured stopped rate shows
 IDLE_GAP_CAP_S = 120.0  # one gap between samples counts at most this much idle time
@@ -57,7 +58,7 @@ def _finite(*values) -> bool:
 
 
 def billed_hours(started_at: float | None, now: float) -> float | None:
-    if not _finite(started_at):
+    if not _finite(started_at) or started_at not in TIMES:
         return None
     return max(now - started_at, 0.0) / 3600
 
@@ -101,10 +102,12 @@ def balance_left(
 def balance_runs_out_at(
     balance: float | None, balance_at: float | None, per_hour: float | None
 ) -> float | None:
-    """When the balance reaches zero (epoch seconds); None if unknown or never (free)."""
+    """When the balance reaches zero (epoch seconds); None if unknown, never (free) or
+    beyond core.values.TIMES (a tiny price and a huge balance: centuries away)."""
     if not _finite(balance, balance_at, per_hour) or per_hour <= 0:
         return None
-    return balance_at + balance / per_hour * 3600
+    at = balance_at + balance / per_hour * 3600
+    return at if at in TIMES else None
 
 
 def run_costs(
@@ -185,13 +188,16 @@ def balance_warnings(
     selected: RunInfo | None,
 ) -> list[str]:
     """Sentences about a balance that ends too soon (first: the most urgent)."""
-    if runs_out_at is None or left is None:
+    if left is None:
         return []
     if left <= 0:
+        ago = f" {fmt_duration(now - runs_out_at)} ago" if runs_out_at is not None else ""
         return [
-            f"Balance ran out {fmt_duration(now - runs_out_at)} ago by the settings: "
+            f"Balance ran out{ago} by the settings: "
             "top up, or the machine and its runs may be lost — push checkpoints now."
         ]
+    if runs_out_at is None:
+        return []
     out = []
     candidates = [selected] if selected is not None else []
     candidates += [r for r in runs if r is not selected]

@@ -9,12 +9,18 @@ appear again: the later row wins (every row from that epoch on is dropped).
 
 Numeric columns are kept as compact arrays (8 bytes a value) so that last, min,
 max and best stay exact over the whole run, even after a resume.
+
+Values are untrusted: a NaN, an Infinity or an integer too large for a float is kept
+as a gap, skipped by the stats and counted per column (`non_finite`), so one infinite
+mAP cannot hide the real best; an epoch out of range (negative, 1e30, 400 digits)
+counts as missing (the previous epoch + 1) and is counted too (`odd_epochs`). A line
+nested deeper than core.values.JSON_DEPTH is malformed. A UTF-8 byte order mark
+before the results.csv header is dropped.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 from array import array
@@ -22,7 +28,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from .tail import IncrementalFile, LineSplitter
-from .values import num as _number
+from .values import EPOCHS, METRIC, checked, parse_json
 
 MAX_METRICS_LINE = 1024 * 1024  # a real row is ~1.5 KB; longer lines are malformed
 READ_BATCH = 4 * 1024 * 1024
@@ -90,6 +96,8 @@ class MetricsReader:
         self._csv_header: list[str] | None = None
         self.malformed = 0
         self.rows_parsed = 0
+        self.non_finite: dict[str, int] = {}  # column -> NaN/Infinity/too-large values seen
+        self.odd_epochs = 0  # rows whose epoch was out of range
 
     # -- reading -----------------------------------------------------------
 
@@ -148,8 +156,8 @@ class MetricsReader:
             row = self._parse_csv(raw)
         else:
             try:
-                row = json.loads(raw)
-            except ValueError:
+                row = parse_json(raw)
+            except ValueError:  # not JSON, or nested too deep
                 row = None
             if not isinstance(row, dict):
                 row = None
@@ -168,6 +176,8 @@ class MetricsReader:
         except (UnicodeDecodeError, csv.Error, StopIteration):
             return None
         if self._csv_header is None:
+            if fields:
+                fields[0] = fields[0].removeprefix("\ufeff")  # a byte order mark
             self._csv_header = [f.strip() for f in fields]
             return _HEADER
         if len(fields) != len(self._csv_header):
@@ -176,11 +186,11 @@ class MetricsReader:
 
     def _add_row(self, row: dict) -> None:
         self.rows_parsed += 1
-        epoch_value = _number(row.get("epoch"))
-        if epoch_value is None or not math.isfinite(epoch_value):
+        epoch, odd = checked(row.get("epoch"), EPOCHS, integer=True)
+        if odd:
+            self.odd_epochs += 1
+        if epoch is None:
             epoch = (self._epochs[-1] + 1) if self._epochs else 1
-        else:
-            epoch = int(epoch_value)
         n = len(self._epochs)
         if n and epoch <= self._epochs[-1]:
             # a resumed run writes this epoch again: the later row wins
@@ -200,9 +210,13 @@ class MetricsReader:
             if kind is float:
                 num = value
             elif kind is int:
-                num = float(value)
+                num = float(value) if value in METRIC else NAN
             else:
                 continue  # bools, strings, None: not a curve
+            if not math.isfinite(num):  # NaN, Infinity, 400 digits: a gap, never a stat
+                if key != "epoch":  # an odd epoch is counted as such
+                    self.non_finite[key] = self.non_finite.get(key, 0) + 1
+                num = NAN
             values = self._values.get(key)
             if values is None:
                 values = self._values[key] = array("d", [NAN]) * n
@@ -231,6 +245,20 @@ class MetricsReader:
     @property
     def last_epoch(self) -> int | None:
         return self._epochs[-1] if self._epochs else None
+
+    def value_problem(self) -> str | None:
+        """One phrase about the odd values skipped so far, None when there were none:
+        "2 non-finite values skipped (metrics/mAP50-95), 1 epoch out of range"."""
+        parts = []
+        if self.non_finite:
+            n = sum(self.non_finite.values())
+            names = list(self.non_finite)
+            shown = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
+            parts.append(f"{n} non-finite value{'s' if n != 1 else ''} skipped ({shown})")
+        if self.odd_epochs:
+            n = self.odd_epochs
+            parts.append(f"{n} epoch{'s' if n != 1 else ''} out of range")
+        return ", ".join(parts) or None
 
     def numeric_columns(self) -> list[str]:
         return [c for c in self.columns if c in self._values and c != "epoch"]

@@ -4,13 +4,18 @@ A record is one complete line. It is written with O_APPEND, in a loop until
 every byte is down; if the file's last byte is not a newline (an earlier writer
 died or the disk filled mid-line), the new record starts on a fresh line so it
 cannot be glued to the torn one; if the write fails (ENOSPC), what this call
-wrote is cut off again and the error is raised. Readers skip torn lines.
+wrote is cut off again and the error is raised. Readers skip torn lines, lines that
+are not JSON objects and lines nested too deep, and never block: a FIFO or a device
+where a record file should be reads as no records.
 """
 
 from __future__ import annotations
 
 import json
 import os
+
+from .safeio import open_regular
+from .values import parse_json
 
 
 def append_json_line(path: str, obj: dict, mode: int = 0o600) -> None:
@@ -43,7 +48,7 @@ def read_json_lines(path: str, max_bytes: int | None = None) -> list[dict]:
     """Every complete JSON-object line, oldest first; torn or malformed lines skipped.
     With max_bytes, only the newest max_bytes of the file are read."""
     try:
-        with open(path, "rb") as handle:
+        with os.fdopen(open_regular(path), "rb") as handle:
             if max_bytes is not None:
                 size = os.fstat(handle.fileno()).st_size
                 if size > max_bytes:
@@ -57,7 +62,7 @@ def read_json_lines(path: str, max_bytes: int | None = None) -> list[dict]:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = parse_json(raw)
         except ValueError:
             continue
         if isinstance(obj, dict):

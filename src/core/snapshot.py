@@ -12,6 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
+from .discovery import deep_dirs_text
 from .text import printable
 
 SCHEMA_VERSION = 1
@@ -66,6 +67,7 @@ class MetricsView:
     rows: int = 0
     malformed_lines: int = 0
     problem: str | None = None
+    non_finite_values: int = 0  # NaN / Infinity / too-large values skipped by the stats
 
     def column(self, name: str) -> MetricColumn | None:
         for col in self.series:
@@ -233,6 +235,7 @@ class Snapshot:
     system: SystemView | None = None
     cost: CostView | None = None
     schema_version: int = SCHEMA_VERSION
+    deep_dirs_skipped: int = 0  # directories below discovery.MAX_DEPTH, not searched
 
     def run(self, run_dir: str | None) -> RunInfo | None:
         for r in self.runs:
@@ -365,6 +368,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
                 "rows": m.rows,
                 "malformed_lines": m.malformed_lines,
                 "problem": m.problem,
+                "non_finite_values": m.non_finite_values,
             },
             "log_tail": list(s.selected.log.lines[-LOG_TAIL_LEN:]),
             "log_problem": s.selected.log.problem,
@@ -382,6 +386,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "root": s.root,
             "root_exists": s.root_exists,
             "problem": s.problem,
+            "deep_dirs_skipped": s.deep_dirs_skipped,
             "runs": [run_to_json(r) for r in s.runs],
             "selected": selected,
             "gpus": gpus_to_json(s.gpus) if s.gpus is not None else None,
@@ -541,6 +546,8 @@ def snapshot_to_text(s: Snapshot) -> str:
             out.append(f"          {r.error}")
         if r.problem:
             out.append(f"          ({r.problem})")
+    if s.deep_dirs_skipped:
+        out.append(deep_dirs_text(s.deep_dirs_skipped))
     if s.selected is not None:
         m = s.selected.metrics
         out.append("")

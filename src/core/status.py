@@ -10,15 +10,26 @@ derived: ``dead`` when the pid is gone (or was reused by a younger process) and
 
 from __future__ import annotations
 
-import json
 import os
 import select
 from dataclasses import dataclass
-from datetime import datetime
 
 import psutil
 
+from .safeio import NotRegularFile, read_regular
 from .tail import describe_os_error
+from .values import (
+    DURATIONS,
+    EPOCHS,
+    METRIC,
+    NESTED_TOO_DEEP,
+    PIDS,
+    checked,
+    checked_time,
+    parse_json,
+    shown,
+)
+from .values import parse_time as parse_time  # re-exported; the one time parser is in values
 
 MAX_STATUS_BYTES = 4 * 1024 * 1024
 PID_REUSE_SLACK_S = 5.0  # started_at has one-second precision
@@ -26,15 +37,58 @@ STALL_MIN_S = 600.0
 STALL_EPOCHS = 3.0
 
 
-def parse_time(value) -> float | None:
-    """ISO-8601 text (as libreyolo writes it) to epoch seconds; None if unusable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt.timestamp()  # a naive time is local time, as a person would mean it
+_INT_FIELDS = {
+    "pid": PIDS,
+    "total_epochs": EPOCHS,
+    "completed_epochs": EPOCHS,
+    "current_epoch": EPOCHS,
+    "start_epoch": EPOCHS,
+    "best_epoch": EPOCHS,
+}
+_FLOAT_FIELDS = {
+    "mean_epoch_seconds": DURATIONS,
+    "elapsed_seconds": DURATIONS,
+    "best_metric": METRIC,
+}
+_TIME_FIELDS = ("started_at", "updated_at")
+
+
+@dataclass(frozen=True)
+class StatusNumbers:
+    """The numbers and times of one status.json, each in its sane range (core.values) or
+    None; `odd` names each field whose value was out of range, for the run's problem line
+    ("started_at out of range (0001-01-01T00:00:00)"). Made once per new status.json."""
+
+    pid: int | None = None
+    total_epochs: int | None = None
+    completed_epochs: int | None = None
+    current_epoch: int | None = None
+    start_epoch: int | None = None
+    best_epoch: int | None = None
+    mean_epoch_seconds: float | None = None
+    elapsed_seconds: float | None = None
+    best_metric: float | None = None
+    started_at: float | None = None
+    updated_at: float | None = None
+    odd: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, doc: dict) -> StatusNumbers:
+        values: dict = {}
+        odd: list[str] = []
+        for key, rng in _INT_FIELDS.items():
+            values[key], bad = checked(doc.get(key), rng, integer=True)
+            if bad:
+                odd.append(f"{key} out of range ({shown(doc[key])})")
+        for key, rng in _FLOAT_FIELDS.items():
+            values[key], bad = checked(doc.get(key), rng)
+            if bad:
+                odd.append(f"{key} out of range ({shown(doc[key])})")
+        for key in _TIME_FIELDS:
+            values[key], bad = checked_time(doc.get(key))
+            if bad:
+                odd.append(f"{key} out of range ({shown(doc[key])})")
+        return cls(**values, odd=tuple(odd))
 
 
 class StatusReader:
@@ -44,6 +98,7 @@ class StatusReader:
         self.path = path
         self._key: tuple | None = None
         self.data: dict | None = None  # the last good value
+        self.numbers: StatusNumbers | None = None  # its numbers, range-checked
         self.problem: str | None = None  # why the current file is not that value
         self.mtime: float | None = None
         self.generation = 0
@@ -52,8 +107,10 @@ class StatusReader:
         """Returns True when what the reader says changed."""
         try:
             st = os.stat(self.path)
-        except OSError as exc:
-            return self._set(self.data, describe_os_error(exc).replace("missing", "no status.json"))
+        except FileNotFoundError:
+            return self._set(self.data, "no status.json")
+        except OSError as exc:  # its directory cannot be searched, a loop of symlinks...
+            return self._set(self.data, "status.json " + describe_os_error(exc))
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         self.mtime = st.st_mtime
         if key == self._key:
@@ -62,13 +119,21 @@ class StatusReader:
             self._key = key
             return self._set(self.data, f"status.json too large ({st.st_size} bytes)")
         try:
-            with open(self.path, "rb") as f:
-                raw = f.read(MAX_STATUS_BYTES + 1)
+            # never blocks: a FIFO or a device is refused before it is opened
+            raw = read_regular(self.path, MAX_STATUS_BYTES)
+        except NotRegularFile as exc:
+            self._key = key  # stays so until replaced (a new inode)
+            return self._set(self.data, "status.json " + describe_os_error(exc))
         except OSError as exc:
             return self._set(self.data, "status.json " + describe_os_error(exc))
+        if len(raw) > MAX_STATUS_BYTES:  # grew since the stat
+            return self._set(self.data, "status.json too large (still being written?)")
         try:
-            value = json.loads(raw)
-        except ValueError:
+            value = parse_json(raw)
+        except ValueError as exc:
+            if str(exc) == NESTED_TOO_DEEP:  # not a writer caught mid-write: keep the key
+                self._key = key
+                return self._set(self.data, f"status.json is not usable JSON ({exc})")
             # half-written by a non-atomic writer: try again next poll
             return self._set(self.data, "status.json is half-written or not JSON")
         self._key = key
@@ -78,6 +143,8 @@ class StatusReader:
 
     def _set(self, data: dict | None, problem: str | None) -> bool:
         changed = data is not self.data or problem != self.problem
+        if data is not self.data:
+            self.numbers = StatusNumbers.of(data) if data is not None else None
         self.data = data
         self.problem = problem
         if changed:
@@ -93,7 +160,7 @@ class PidCheck:
 
 def check_pid(pid, started_at: float | None) -> PidCheck:
     """Is `pid` the trainer that started at `started_at`?"""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid not in PIDS:
         return PidCheck(False, "no pid in status.json")
     try:
         proc = psutil.Process(pid)

@@ -4,7 +4,8 @@
 file, reads what was appended (in 64 KiB chunks), and notices when the file was
 truncated or replaced (new inode, or smaller than the offset): then it starts
 again from the beginning and says so with `reset=True`. Missing and unreadable
-files are reported in `problem`, never raised.
+files are reported in `problem`, never raised; a FIFO, socket or device in the file's
+place is refused without blocking ("is not a regular file").
 
 `LineSplitter` turns those chunks into complete lines, keeping an unfinished
 last line until its newline arrives. A line longer than `max_line` is cut there
@@ -25,12 +26,16 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+from .safeio import NotRegularFile, open_regular
+
 CHUNK = 64 * 1024
 HEAD_BYTES = 64
 
 
 def describe_os_error(exc: OSError) -> str:
     """One short phrase for why a file could not be read."""
+    if isinstance(exc, NotRegularFile):  # a FIFO, a socket or a device
+        return "is not a regular file"
     if exc.errno in (errno.EACCES, errno.EPERM):
         return "unreadable: permission denied"
     if exc.errno == errno.ENOENT:
@@ -73,7 +78,7 @@ class IncrementalFile:
     def read_new(self, limit: int | None = None) -> ReadResult:
         """New bytes since the last call (at most `limit` bytes when given)."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = open_regular(self.path)  # never blocks: a FIFO or a device is refused
         except OSError as exc:
             return ReadResult(problem=describe_os_error(exc))
         try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from dataclasses import replace
+from stat import S_ISDIR, S_ISREG
 
 from .discovery import RUN_MARKERS, RunFinder
 from .hub import pushes_path, read_pushes
@@ -25,15 +27,50 @@ from .snapshot import (
     Snapshot,
     fmt_duration,
 )
-from .status import PidWatch, StatusReader, derive_state, parse_time, stall_limit
+from .status import PidWatch, StatusNumbers, StatusReader, derive_state, stall_limit
 from .tail import LogTail
-from .values import int_or_none as _int
+from .values import EPOCHS, checked, parse_time
 from .values import num as _num
 
 LOG_NAME = "train.log"
 ACTIVITY_FILES = RUN_MARKERS + (LOG_NAME,)
 LOG_TAILS_KEPT = 4
 DIED_LAUNCH_SHOWN_S = 6 * 3600.0  # a launch that died before status.json, shown this long
+NO_NUMBERS = StatusNumbers()
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an unexpected exception: its type and message, whitespace folded."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+
+
+def broken_run(run_dir: str, name: str, problem: str) -> RunInfo:
+    """A run nothing could be read of: state unknown, every value unknown, and why."""
+    try:
+        activity = os.stat(run_dir).st_mtime
+    except OSError:
+        activity = 0.0
+    return RunInfo(
+        run_dir=run_dir,
+        name=name,
+        state="unknown",
+        status_state=None,
+        pid=None,
+        pid_alive=None,
+        current_epoch=None,
+        total_epochs=None,
+        progress=None,
+        eta_seconds=None,
+        elapsed_seconds=None,
+        mean_epoch_seconds=None,
+        best_metric=None,
+        best_metric_name=None,
+        best_epoch=None,
+        updated_at=None,
+        error=None,
+        problem=problem,
+        activity=activity,
+    )
 
 
 class RunWatcher:
@@ -47,18 +84,27 @@ class RunWatcher:
         self._metrics_view: tuple[int, MetricsView] | None = None
         self._pushes: tuple[tuple, PushInfo] | None = None
         self._pid = PidWatch()
+        self.odd_files: list[str] = []  # set by activity()
 
     def close(self) -> None:
         """Release the pidfd of a running run (the watcher is dropped)."""
         self._pid.close()
 
     def activity(self) -> float:
+        """The newest mtime of the run's files; on the way (the same stats), the files that
+        are FIFOs, sockets or devices are noted in `odd_files` ("train.log is not a
+        regular file"), so the run says so even while its log is not being read."""
         newest = 0.0
+        odd = []
         for name in ACTIVITY_FILES:
             try:
-                newest = max(newest, os.stat(os.path.join(self.run_dir, name)).st_mtime)
+                st = os.stat(os.path.join(self.run_dir, name))
             except OSError:
-                pass
+                continue
+            newest = max(newest, st.st_mtime)
+            if name != "status.json" and not S_ISREG(st.st_mode) and not S_ISDIR(st.st_mode):
+                odd.append(f"{name} is not a regular file")
+        self.odd_files = odd
         if not newest:
             try:
                 newest = os.stat(self.run_dir).st_mtime
@@ -73,29 +119,30 @@ class RunWatcher:
 
     def info(self, now: float) -> RunInfo:
         st = self.status.data or {}
+        nums = self.status.numbers or NO_NUMBERS  # range-checked: None when odd or absent
         status_state = st.get("state") if self.status.data is not None else None
         if not isinstance(status_state, str):
             status_state = None
-        total = _int(st.get("total_epochs"))
+        total = nums.total_epochs
         metrics_epoch = self.metrics.last_epoch
         last_row = self.metrics.last_row
 
         # epochs done: status.json drops completed_epochs on failure, so take
         # the metrics history too (it is appended just before status.json).
-        completed = _int(st.get("completed_epochs"))
+        completed = nums.completed_epochs
         done_candidates = [v for v in (completed, metrics_epoch) if v is not None]
         done = max(done_candidates) if done_candidates else None
-        current = _int(st.get("current_epoch"))
+        current = nums.current_epoch
         if current is None or (done is not None and done > current):
             current = done
         progress = None
         if total and done is not None:
-            progress = min(done / total, 1.0)
+            progress = min(max(done / total, 0.0), 1.0)
         elif status_state == "running" and total:
             progress = 0.0
 
-        started_at = parse_time(st.get("started_at"))
-        pid = _int(st.get("pid"))
+        started_at = nums.started_at
+        pid = nums.pid
         pid_check = None
         if status_state == "running":
             pid_check = self._pid.check(pid, started_at)
@@ -103,10 +150,10 @@ class RunWatcher:
             self._pid.close()
         pid_alive = pid_check.alive if pid_check else None
 
-        mean_epoch = _num(st.get("mean_epoch_seconds"))
-        status_elapsed = _num(st.get("elapsed_seconds"))
+        mean_epoch = nums.mean_epoch_seconds
+        status_elapsed = nums.elapsed_seconds
         if mean_epoch is None and status_elapsed and done is not None:
-            start_epoch = _int(st.get("start_epoch")) or 1
+            start_epoch = nums.start_epoch or 1
             ran = done - start_epoch + 1
             if ran > 0:
                 mean_epoch = status_elapsed / ran
@@ -122,16 +169,16 @@ class RunWatcher:
                 since_update = max(now - (self.status.mtime or now), 0.0)
                 eta = max(mean_epoch * max(total - done, 0) - since_update, 0.0)
         elif state == "dead" and started_at is not None:
-            updated = parse_time(st.get("updated_at"))
+            updated = nums.updated_at
             if updated is not None:
                 elapsed = max(updated - started_at, 0.0)
 
-        best = _num(st.get("best_metric"))
+        best = nums.best_metric
         best_name = st.get("best_metric_name")
-        best_epoch = _int(st.get("best_epoch"))
+        best_epoch = nums.best_epoch
         if best is None:
             best = _num(last_row.get("best_metric"))
-            best_epoch = _int(last_row.get("best_epoch"))
+            best_epoch = checked(last_row.get("best_epoch"), EPOCHS, integer=True)[0]
         if not isinstance(best_name, str):
             best_name = last_row.get("best_metric_name")
             if not isinstance(best_name, str):
@@ -159,11 +206,21 @@ class RunWatcher:
         family = st.get("model_family")
         size = st.get("model_size")
         model = f"{family}-{size}" if isinstance(family, str) and isinstance(size, str) else None
+        activity = self.activity()
+        problems = []
         problem = self.status.problem
         if problem == "no status.json" and self.metrics.row_count:
             problem = None  # a results.csv-only run (another tool): nothing is wrong
+        if problem:
+            problems.append(problem)
+        if nums.odd:
+            problems.append("status.json: " + ", ".join(nums.odd))
+        problems.extend(self.odd_files)
+        odd_metrics = self.metrics.value_problem()
+        if odd_metrics:
+            problems.append(f"{self.metrics.source}: {odd_metrics}")
 
-        updated_at = st.get("updated_at") if isinstance(st.get("updated_at"), str) else None
+        updated_at = st.get("updated_at") if nums.updated_at is not None else None
         return RunInfo(
             run_dir=self.run_dir,
             name=self.name,
@@ -183,8 +240,8 @@ class RunWatcher:
             updated_at=updated_at,
             error=error,
             model=model,
-            problem=problem,
-            activity=self.activity(),
+            problem="; ".join(problems) or None,
+            activity=activity,
         )
 
     def push_info(self) -> PushInfo | None:
@@ -215,7 +272,7 @@ class RunWatcher:
                 best_changed = bool(size_differs or newer)
             info = PushInfo(
                 last_ok_file=good.get("file"),
-                last_ok_epoch=_int(good.get("epoch")),
+                last_ok_epoch=checked(good.get("epoch"), EPOCHS, integer=True)[0],
                 last_ok_at=parse_time(good.get("time")),
                 last_ok_url=good.get("commit_url"),
                 last_outcome=last.get("outcome"),
@@ -253,6 +310,7 @@ class RunWatcher:
             rows=m.row_count,
             malformed_lines=m.malformed,
             problem=m.problem,
+            non_finite_values=sum(m.non_finite.values()),
         )
         self._metrics_view = (gen, view)
         return view
@@ -288,17 +346,19 @@ class RunsWatcher:
                 watcher.close()
             self._runs.clear()
             self._logs.clear()
-            what = "is not a directory" if os.path.exists(self.root) else "does not exist"
+            exists = os.path.exists(self.root)
+            what = "is a file, not a directory" if exists else "does not exist yet"
             return Snapshot(
                 generated_at=now,
                 root=self.root,
-                root_exists=os.path.exists(self.root),
+                root_exists=exists,
                 runs=(),
                 selected=None,
-                problem=f"{self.root} {what} yet: runs appear here when "
+                problem=f"{self.root} {what}: runs appear here when "
                 f"`libreyolo train ... project={self.root}` starts one.",
             )
         found = self.finder.scan()
+        unlistable = self.finder.unlistable
         for gone in set(self._runs) - set(found):
             self._runs.pop(gone).close()
             self._logs.pop(gone, None)
@@ -307,8 +367,20 @@ class RunsWatcher:
             watcher = self._runs.get(run_dir)
             if watcher is None:
                 watcher = self._runs[run_dir] = RunWatcher(run_dir, self._name(run_dir))
-            infos.append(watcher.poll(now))
-        infos.extend(self._launch_runs(now, {i.pid for i in infos if i.pid is not None}))
+            try:
+                info = watcher.poll(now)
+            except Exception as exc:  # a reader bug: this run's problem, not a failed refresh
+                info = broken_run(run_dir, watcher.name, f"could not be read: {describe(exc)}")
+            if run_dir in unlistable:
+                problem = "; ".join(filter(None, (unlistable[run_dir], info.problem)))
+                info = replace(info, problem=problem)
+            infos.append(info)
+        try:
+            infos.extend(self._launch_runs(now, {i.pid for i in infos if i.pid is not None}))
+        except Exception as exc:  # a bad launches.jsonl must not hide the runs
+            launches_problem = f"launches.jsonl could not be read: {describe(exc)}"
+        else:
+            launches_problem = None
         infos.sort(key=lambda r: (-r.activity, r.name))
         runs = tuple(infos)
 
@@ -321,15 +393,9 @@ class RunsWatcher:
             chosen = runs[0].run_dir
         sel = None
         if chosen is not None:
-            watcher = self._runs.get(chosen)
-            sel = SelectedRun(
-                run_dir=chosen,
-                metrics=watcher.metrics_view() if watcher else MetricsView(None, ()),
-                log=self._log_view(chosen),
-                pushes=watcher.push_info() if watcher else None,
-            )
-        problem = None
-        if not runs:
+            sel = self._selected(chosen)
+        problem = launches_problem
+        if not runs and problem is None:
             problem = (
                 f"No runs under {self.root} yet: a run appears here when "
                 f"`libreyolo train ... project={self.root}` writes its status.json."
@@ -341,7 +407,30 @@ class RunsWatcher:
             runs=runs,
             selected=sel,
             problem=problem,
+            deep_dirs_skipped=self.finder.deep_skipped,
         )
+
+    def _selected(self, chosen: str) -> SelectedRun:
+        """The selected run's metrics, log and pushes; a reader bug in one of them is
+        that pane's problem, not a failed refresh."""
+        watcher = self._runs.get(chosen)
+        metrics = MetricsView(None, ())
+        pushes = None
+        if watcher is not None:
+            try:
+                metrics = watcher.metrics_view()
+            except Exception as exc:
+                metrics = MetricsView(None, (), problem=f"could not be read: {describe(exc)}")
+            try:
+                pushes = watcher.push_info()
+            except Exception:  # pushes.jsonl is ours; a bad one shows as no pushes
+                pushes = None
+        try:
+            log = self._log_view(chosen)
+        except Exception as exc:
+            self._logs.pop(chosen, None)
+            log = LogView(path=chosen, lines=(), problem=f"could not be read: {describe(exc)}")
+        return SelectedRun(run_dir=chosen, metrics=metrics, log=log, pushes=pushes)
 
     def _launch_runs(self, now: float, known_pids: set[int]) -> list[RunInfo]:
         """Runs launched from the app or `rgpu-tui launch` that have no status.json yet:

@@ -237,7 +237,7 @@ class RgpuApp(App[int]):
         title = f"runs ({len(snap.runs)})"
         if runs.border_title != title:  # setting it repaints the whole list
             runs.border_title = title
-        runs.show_runs(snap.runs, sel_dir)
+        runs.show_runs(snap.runs, sel_dir, snap.deep_dirs_skipped)
         self.gpu_pane.show(snap.gpus, snap.system, snap.runs, snap.generated_at)
         self.cost_strip.show(snap.cost)
         if self.idle_banner.show(snap.cost):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import errno
 import json
 import os
@@ -38,8 +37,9 @@ def replace_json(path: Path, value) -> None:
 
 @pytest.fixture
 def open_counter(monkeypatch):
-    """Counts builtins.open calls on status.json files (and can deny them)."""
-    real_open = builtins.open
+    """Counts opens of status.json files (os.open: the reader opens through
+    core.safeio.open_regular) and can deny them."""
+    real_open = os.open
     counter = {"n": 0, "deny": False}
 
     def counting_open(file, *args, **kwargs):
@@ -49,7 +49,7 @@ def open_counter(monkeypatch):
                 raise PermissionError(errno.EACCES, "Permission denied", os.fspath(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "open", counting_open)
+    monkeypatch.setattr(os, "open", counting_open)
     return counter
 
 

@@ -17,9 +17,12 @@ def cost_details(snap: Snapshot | None, settings) -> Text:
     if snap is None or snap.cost is None:
         return Text("No cost figures yet.")
     c = snap.cost
-    text = cost_to_text(
-        c, settings, snap.generated_at, disk_gb_for(settings, snap.system), snap.selected_run
-    )
+    try:
+        text = cost_to_text(
+            c, settings, snap.generated_at, disk_gb_for(settings, snap.system), snap.selected_run
+        )
+    except Exception as exc:  # a figure out of every range must not take the app down
+        return Text(f"cost unavailable: {' '.join(f'{type(exc).__name__}: {exc}'.split())}")
     out = Text(text)
     if c.configured and c.idle_seconds is not None:
         out.append(

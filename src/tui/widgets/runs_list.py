@@ -7,6 +7,7 @@ from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from ...core.discovery import deep_dirs_text
 from ...core.snapshot import RunInfo
 from ...core.text import printable
 from ..inert import inert
@@ -33,17 +34,28 @@ class RunsList(OptionList):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._shown: tuple[tuple[str, Text], ...] = ()
+        self._footer: str | None = None
 
-    def show_runs(self, runs: tuple[RunInfo, ...], selected: str | None) -> None:
-        """Rebuild the options only when a line's text changed."""
+    def show_runs(
+        self, runs: tuple[RunInfo, ...], selected: str | None, deep_skipped: int = 0
+    ) -> None:
+        """Rebuild the options only when a line's text changed. `deep_skipped`: directories
+        the runs search did not enter (too deep), said in a last, unselectable line."""
         lines = tuple((r.run_dir, inert(run_line(r))) for r in runs)
-        if tuple((d, t.plain) for d, t in lines) == tuple((d, t.plain) for d, t in self._shown):
+        footer = deep_dirs_text(deep_skipped) if deep_skipped else None
+        if footer == self._footer and tuple((d, t.plain) for d, t in lines) == tuple(
+            (d, t.plain) for d, t in self._shown
+        ):
             return
         highlighted = None
         if self.highlighted is not None and self.highlighted < len(self._shown):
             highlighted = self._shown[self.highlighted][0]
         self._shown = lines
-        self.set_options(Option(text, id=run_dir) for run_dir, text in lines)
+        self._footer = footer
+        options = [Option(text, id=run_dir) for run_dir, text in lines]
+        if footer:
+            options.append(Option(Text(footer, style="dim italic"), disabled=True))
+        self.set_options(options)
         # keep the highlighted run if it still exists, else follow the selected one
         target = highlighted if any(d == highlighted for d, _ in lines) else selected
         if target is not None:
