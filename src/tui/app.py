@@ -36,6 +36,7 @@ from ..core.hub import (
 from ..core.launch import LaunchRecord, stop_run
 from ..core.preflight import gpu_preflight, preflight_to_text
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
+from ..core.text import printable
 from . import input_wait, partial
 from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
 from .refresher import Refresher
@@ -307,6 +308,9 @@ class RgpuApp(App[int]):
             if not info["exists"]:
                 self.notify(f"{info['path']} does not exist.", severity="error")
                 return
+            if info["problem"]:  # outside the run, or a FIFO: say so before any push
+                self.notify(printable(info["problem"]), severity="error", timeout=10, markup=False)
+                return
             size = info["size"] or 0
             body.append(f"{info['path']}\n", style="bold")
             body.append(f"{size / 1e6:.1f} MB")
@@ -353,6 +357,10 @@ class RgpuApp(App[int]):
             self.push_bar.show(None, None, None, 0, 0, queued)
             r = ev.result
             run = os.path.basename(req.run_dir)
+            for notice in r.notices:  # an artifact skipped (outside the run, not a file)
+                self.notify(
+                    printable(notice), title="push", severity="warning", timeout=15, markup=False
+                )
             if r.ok and r.skipped_unchanged:
                 self.notify(
                     f"{r.file or req.file} of {run} is unchanged on {r.repo}: no new commit."
