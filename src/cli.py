@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 
 from .cli_numbers import OneLineParser, number
@@ -234,7 +235,8 @@ def cmd_push(argv: list[str]) -> int:
 
     # SIGTERM (kill, a shutting-down machine) interrupts the push like Ctrl-C: the attempt
     # is recorded as interrupted and the staging copy removed, instead of dying silently
-    previous = signal.signal(signal.SIGTERM, terminated)
+    in_main = threading.current_thread() is threading.main_thread()  # where signals go
+    previous = signal.signal(signal.SIGTERM, terminated) if in_main else None
     try:
         result = push(
             request, settings, timeout=args.timeout, settle_s=args.settle, force=args.force
@@ -242,8 +244,12 @@ def cmd_push(argv: list[str]) -> int:
     except Interrupted:
         print("rgpu-tui: push interrupted by SIGTERM (recorded)", file=sys.stderr)
         return 128 + signal.SIGTERM
+    except KeyboardInterrupt:
+        print("rgpu-tui: push interrupted by SIGINT (recorded)", file=sys.stderr)
+        return 128 + signal.SIGINT
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
     for notice in result.notices:
         print(f"rgpu-tui: {printable(notice)}", file=sys.stderr)
     if args.json:

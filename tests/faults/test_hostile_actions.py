@@ -352,3 +352,34 @@ def test_a_push_killed_by_sigterm_records_interrupted_and_the_next_completes(hub
     assert hub.file_bytes(REPO, "exp1/best.pt") == (run / "weights" / "best.pt").read_bytes()
     assert [r["outcome"] for r in records(run)] == ["error", "ok"]
     assert staging_files(run) == []
+
+
+def test_a_push_interrupted_by_ctrl_c_is_recorded_without_a_traceback(hub, tmp_path) -> None:
+    run = make_hub_run(tmp_path / "runs", size=2_000_000)
+    hub.stall_put_s = 60
+    home = tmp_path / "home"
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "HF_ENDPOINT": hub.url,
+        "HF_TOKEN": WRITE_TOKEN,
+        "HF_HUB_DISABLE_XET": "1",
+    }
+    argv = [sys.executable, "-m", "rgpu_tui", "push", str(run), "--repo", REPO, "--settle", "0.05"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not hub.puts:
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGINT
+    assert err.decode() == "rgpu-tui: push interrupted by SIGINT (recorded)\n"
+    [record] = records(run)
+    assert record["error"] == "interrupted by SIGINT"
+    assert staging_files(run) == []
