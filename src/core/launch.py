@@ -532,7 +532,13 @@ def launch(
     obj = {"kind": "launch", **record.to_json()}
     for key in ("run_dir", "returncode", "exited_at", "died_error", "died_tail"):
         obj.pop(key)
-    append_line(path, obj)
+    try:
+        append_line(path, obj)
+    except OSError as exc:  # a full disk, a symlink planted there: say so, it runs anyway
+        raise LaunchError(
+            f"started pid {proc.pid}, but cannot record it in {path}: {exc.strerror or exc} "
+            f"(stop it with kill -INT -{proc.pid} if it should not run)"
+        ) from None
     return record
 
 

@@ -95,3 +95,32 @@ def test_private_dir_leaves_existing_folders_and_refuses_a_symlink(tmp_path: Pat
     with pytest.raises(OSError, match="is a symlink"):
         private_dir(str(run / ".rgpu" / "staging"), str(run))
     assert not (tmp_path / "elsewhere" / "staging").exists()
+
+
+def test_a_symlink_planted_where_a_record_goes_is_never_written_through(tmp_path: Path) -> None:
+    """<run>/.rgpu/pushes.jsonl -> a file of the user's: the record is not written there
+    (the push itself is what matters; its record is best effort)."""
+    run = make_run(tmp_path / "runs")
+    victim = tmp_path / "bashrc"
+    victim.write_text("alias ls='ls -F'\n")
+    (run / ".rgpu").mkdir(mode=0o700)
+    os.symlink(victim, pushes_path(str(run)))
+    with pytest.raises(OSError):
+        append_push_record(str(run), {"outcome": "error"})
+    assert victim.read_text() == "alias ls='ls -F'\n"
+
+
+def test_a_launch_that_cannot_be_recorded_says_so_with_its_pid(tmp_path: Path) -> None:
+    from rgpu_tui.core.launch import LaunchError
+
+    project = tmp_path / "runs"
+    (project / ".rgpu").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("")
+    os.symlink(victim, launches_path(str(project)))
+    data = tmp_path / "data.yaml"
+    data.write_text("nc: 1\n")
+    spec = LaunchSpec(data=str(data), project=str(project), name="exp")
+    with pytest.raises(LaunchError, match=r"^started pid \d+, but cannot record it in "):
+        launch(spec, executable="/bin/true", env={"PATH": os.environ.get("PATH", "")})
+    assert victim.read_text() == ""
