@@ -9,17 +9,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 import time
 
+from .cli_numbers import OneLineParser, number
 from .core.config import ConfigError, add_settings_flags, settings_from_args
 from .output import run_guarded
 
 DEFAULT_ROOT = "./runs"
+# the ranges of the numeric flags (seconds unless said otherwise)
+INTERVAL_RANGE = (0.1, 3600.0)
+PUSH_TIMEOUT_RANGE = (1.0, 3600.0)
+PUSH_SETTLE_RANGE = (0.0, 300.0)
+PREFLIGHT_TIMEOUT_RANGE = (5.0, 3600.0)
+LAUNCH_WAIT_RANGE = (0.0, 3600.0)
+DEMO_EPOCHS_RANGE = (1, 1000)
 
 
 def _app_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="rgpu-tui",
         description="Supervise LibreYOLO training runs from the terminal. `rgpu-tui [PATH]` "
         "opens the app on PATH (the options below); `rgpu-tui COMMAND ...` runs one of the "
@@ -30,7 +40,10 @@ def _app_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=DEFAULT_ROOT, help="runs root or one run directory")
     p.add_argument("--version", action=_VersionAction, help="print the version and exit")
     p.add_argument(
-        "--interval", type=float, default=1.0, help="seconds between refreshes (default 1)"
+        "--interval",
+        type=number(*INTERVAL_RANGE),
+        default=1.0,
+        help="seconds between refreshes, 0.1 to 3600 (default 1)",
     )
     p.add_argument("--theme", default=None, help="Textual theme, e.g. ansi-dark for slow links")
     _add_fake_gpus(p)
@@ -188,7 +201,7 @@ def cmd_cost(argv: list[str]) -> int:
 
 
 def _push_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="rgpu-tui push",
         description="Push one checkpoint of a run (and its small artifacts) to the Hugging Face "
         "Hub in one commit. The token comes from HF_TOKEN or `hf auth login`; the repo is "
@@ -208,17 +221,17 @@ def _push_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=number(*PUSH_TIMEOUT_RANGE),
         default=60.0,
         metavar="S",
-        help="seconds to wait for the Hub to answer before giving up (default 60)",
+        help="seconds to wait for the Hub to answer before giving up, 1 to 3600 (default 60)",
     )
     p.add_argument(
         "--settle",
-        type=float,
+        type=number(*PUSH_SETTLE_RANGE),
         default=2.0,
         metavar="S",
-        help="seconds the checkpoint must be unchanged before it is copied (default 2)",
+        help="seconds the checkpoint must be unchanged before it is copied, 0 to 300 (default 2)",
     )
     add_settings_flags(p)
     return p
@@ -234,9 +247,6 @@ def _human_bytes(n: int) -> str:
 
 def cmd_push(argv: list[str]) -> int:
     args = _push_parser().parse_args(argv)
-    if args.timeout <= 0 or args.settle < 0:
-        print("rgpu-tui: --timeout must be more than 0 and --settle not negative", file=sys.stderr)
-        return 2
     if not os.path.isdir(args.run_dir):
         print(f"rgpu-tui: {args.run_dir}: no such run directory", file=sys.stderr)
         return 2
@@ -245,13 +255,37 @@ def cmd_push(argv: list[str]) -> int:
         return 2
     import dataclasses
 
-    from .core.hub import PushRequest, file_for_arg, push
+    from .core.hub import Interrupted, PushRequest, file_for_arg, push
+    from .core.text import printable
 
     if args.repo:
         settings = dataclasses.replace(settings, hub_repo=args.repo.strip())
     run_dir = os.path.abspath(args.run_dir)
     request = PushRequest(run_dir, file_for_arg(args.file, run_dir))
-    result = push(request, settings, timeout=args.timeout, settle_s=args.settle, force=args.force)
+
+    def terminated(signum, frame) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the record is being written
+        raise Interrupted("SIGTERM")
+
+    # SIGTERM (kill, a shutting-down machine) interrupts the push like Ctrl-C: the attempt
+    # is recorded as interrupted and the staging copy removed, instead of dying silently
+    in_main = threading.current_thread() is threading.main_thread()  # where signals go
+    previous = signal.signal(signal.SIGTERM, terminated) if in_main else None
+    try:
+        result = push(
+            request, settings, timeout=args.timeout, settle_s=args.settle, force=args.force
+        )
+    except Interrupted:
+        print("rgpu-tui: push interrupted by SIGTERM (recorded)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except KeyboardInterrupt:
+        print("rgpu-tui: push interrupted by SIGINT (recorded)", file=sys.stderr)
+        return 128 + signal.SIGINT
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+    for notice in result.notices:
+        print(f"rgpu-tui: {printable(notice)}", file=sys.stderr)
     if args.json:
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -259,20 +293,18 @@ def cmd_push(argv: list[str]) -> int:
         where = f"{result.repo}/{result.path}"
         size = f" ({_human_bytes(result.size)})" if result.size is not None else ""
         if result.skipped_unchanged:
-            print(f"{result.file}{size} is unchanged since it was pushed to {where}")
+            line = f"{result.file}{size} is unchanged since it was pushed to {where}"
         else:
-            print(f"pushed {result.file}{size} to {where}: {result.commit_url}")
+            line = f"pushed {result.file}{size} to {where}: {result.commit_url}"
+        print(printable(line))
     if not result.ok:
-        print(f"rgpu-tui: push failed: {result.error}", file=sys.stderr)
+        print(f"rgpu-tui: push failed: {printable(result.error)}", file=sys.stderr)
         return 1
     return 0
 
 
 def cmd_app(argv: list[str]) -> int:
     args = _app_parser().parse_args(argv)
-    if args.interval <= 0:
-        print("rgpu-tui: --interval must be a positive number of seconds", file=sys.stderr)
-        return 2
     settings = _settings(args)
     if settings is None:
         return 2
@@ -300,7 +332,7 @@ def cmd_app(argv: list[str]) -> int:
 
 
 def _launch_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="rgpu-tui launch",
         description="Start `libreyolo train KEY=VALUE...` detached (it survives this shell), "
         "after checking the dataset with `libreyolo doctor`. The keys model, data, epochs, "
@@ -314,10 +346,10 @@ def _launch_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--wait",
-        type=float,
+        type=number(*LAUNCH_WAIT_RANGE),
         default=20.0,
         metavar="S",
-        help="seconds to wait for the run directory (default 20)",
+        help="seconds to wait for the run directory, 0 to 3600 (default 20)",
     )
     p.add_argument("args", nargs="*", metavar="KEY=VALUE", help="libreyolo train arguments")
     add_settings_flags(p)
@@ -450,11 +482,13 @@ def cmd_launch(argv: list[str]) -> int:
 
 
 def cmd_stop(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="rgpu-tui stop",
         description="Stop a run: SIGINT (libreyolo records it as failed), SIGTERM after "
-        "stop_term_after s, SIGKILL after stop_kill_after s; only the process whose pid and "
-        "start time match the run's status.json is signalled. Returns when it has ended.",
+        "stop_term_after s, SIGKILL after stop_kill_after s. Only status.json's pid is "
+        "signalled, and only if that process started from 10 min before to 1 min after the "
+        "run's started_at (or exactly when rgpu-tui launched it) and is python, libreyolo or "
+        "torchrun; else nothing is sent and it exits 1. Returns when the run has ended.",
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (holds status.json)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -467,6 +501,7 @@ def cmd_stop(argv: list[str]) -> int:
         print(f"rgpu-tui: {args.run_dir}: not a directory", file=sys.stderr)
         return 2
     from .core.launch import stop_run
+    from .core.text import printable
 
     nexts = {"sigint": "SIGTERM", "sigterm": "SIGKILL"}
     last = {"phase": None, "tick": None}
@@ -490,20 +525,27 @@ def cmd_stop(argv: list[str]) -> int:
     elif result.ok:
         sent = ", ".join(result.signals_sent) or "nothing (it was not running)"
         target = f" to {result.target}" if result.target and result.signals_sent else ""
-        print(f"stopped: {result.final_state} after {result.seconds:.1f} s (sent {sent}{target})")
+        line = f"stopped: {result.final_state} after {result.seconds:.1f} s (sent {sent}{target})"
+        print(printable(line))
     else:
-        print(f"rgpu-tui: {result.error}", file=sys.stderr)
+        print(f"rgpu-tui: {printable(result.error)}", file=sys.stderr)
     return 0 if result.ok else 1
 
 
 def cmd_preflight(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="rgpu-tui preflight",
         description="Check that torch in this environment can use every GPU: version, "
         "CUDA availability, and one 2000x2000 matmul per GPU. Exit 1 when it cannot.",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="default 120")
+    p.add_argument(
+        "--timeout",
+        type=number(*PREFLIGHT_TIMEOUT_RANGE),
+        default=120.0,
+        metavar="S",
+        help="seconds the check may take, 5 to 3600 (default 120)",
+    )
     args = p.parse_args(argv)
     from .core.preflight import gpu_preflight, preflight_to_text
 
@@ -517,21 +559,23 @@ def cmd_preflight(argv: list[str]) -> int:
 
 
 def cmd_demo(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="rgpu-tui demo",
         description="Train yolo9-t for real on the CPU on a small synthetic dataset and "
         "watch it in the app (with simulated GPUs when there is no NVIDIA driver).",
     )
     p.add_argument("--dir", default=None, help="work directory (default ~/.cache/rgpu-tui/demo)")
-    p.add_argument("--epochs", type=int, default=40, help="epochs to train (default 40)")
+    p.add_argument(
+        "--epochs",
+        type=number(*DEMO_EPOCHS_RANGE, integer=True, unit="epochs"),
+        default=40,
+        help="epochs to train, 1 to 1000 (default 40)",
+    )
     p.add_argument("--no-doctor", action="store_true", help="skip `libreyolo doctor`")
     p.add_argument("--no-app", action="store_true", help="launch and print; do not open the app")
     _add_fake_gpus(p)
     add_settings_flags(p)
     args = p.parse_args(argv)
-    if args.epochs < 1:
-        print("rgpu-tui: --epochs must be 1 or more", file=sys.stderr)
-        return 2
     settings = _settings(args)
     if settings is None:
         return 2

@@ -29,9 +29,7 @@ in one process share one HTTP client: run them one at a time (the queue does).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
-import json
 import os
 import re
 import threading
@@ -41,21 +39,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from .private import private_dir
 from .records import append_json_line, read_json_lines
+from .run_files import artifacts_digest, checkpoint_problem, metrics_rows, read_artifacts
 from .staging import Staged, StagingError, stage
 from .tail import redact
+from .urls import strip_userinfo
 from .values import int_or_none as _int
 from .values import num as _num
 
-ARTIFACTS = ("status.json", "metrics.jsonl", "results.csv", "summary.json", "train_config.yaml")
 ARTIFACTS_REQUEST = "artifacts"  # PushRequest.file for "the small artifacts only"
-ARTIFACT_MAX_BYTES = 64 * 1024 * 1024
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT = 60.0
 RETRY_WAITS = (1.0, 2.0)
 RECORDS = "pushes.jsonl"
 NO_TOKEN = "no Hugging Face token: set HF_TOKEN or run `hf auth login`"
-MAX_METRICS_LINE = 1024 * 1024
 PROGRESS_INTERVAL = 0.1
 
 _REPO_RE = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
@@ -86,6 +84,7 @@ class PushResult:
     metric: float | None
     error: str | None
     file: str | None = None  # "best.pt", ...: what was pushed
+    notices: tuple[str, ...] = ()  # what was skipped and why (an artifact outside the run)
 
     def to_json(self) -> dict:
         return {
@@ -101,6 +100,7 @@ class PushResult:
             "metric_name": self.metric_name,
             "metric": self.metric,
             "error": self.error,
+            "notices": list(self.notices),
         }
 
 
@@ -132,6 +132,11 @@ class HubTimeout(Exception):
 
 class _PushFailed(Exception):
     """A push failure whose message is already the one line to show."""
+
+
+class Interrupted(BaseException):
+    """Raised into a push by a signal handler (`rgpu-tui push` on SIGTERM): the push records
+    "interrupted by <args[0]>", removes its staging copy and lets the exception go on."""
 
 
 # -- records ------------------------------------------------------------------
@@ -207,43 +212,13 @@ def _metric_short(name) -> str | None:
     return name.rsplit("/", 1)[-1]
 
 
-def _metrics_rows(run_dir: str) -> Iterable[dict]:
-    """The rows of metrics.jsonl, streamed; malformed and over-long lines skipped."""
-    try:
-        handle = open(os.path.join(run_dir, "metrics.jsonl"), "rb")
-    except OSError:
-        return
-    with handle:
-        while True:
-            try:
-                line = handle.readline(MAX_METRICS_LINE)
-            except OSError:
-                return
-            if not line:
-                return
-            if not line.endswith(b"\n"):
-                if len(line) >= MAX_METRICS_LINE:  # too long: skip the rest of it
-                    while True:
-                        rest = handle.readline(MAX_METRICS_LINE)
-                        if not rest or rest.endswith(b"\n"):
-                            break
-                    continue
-                # an unfinished last line: still parse it if it is complete JSON
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict):
-                yield row
-
-
 def checkpoint_epoch_metric(run_dir: str, name: str) -> tuple[int | None, str | None, float | None]:
     """(epoch, metric name, metric) of the checkpoint `name` by metrics.jsonl; Nones when
     unknown. best.pt: the last row with is_best; last.pt: the last row; epoch_N.pt: N."""
     m = _EPOCH_FILE_RE.fullmatch(name)
     want_epoch = int(m.group(1)) if m else None
     last = best = at_epoch = None
-    for row in _metrics_rows(run_dir):
+    for row in metrics_rows(run_dir):
         last = row
         if row.get("is_best") is True:
             best = row
@@ -274,7 +249,8 @@ def checkpoint_epoch_metric(run_dir: str, name: str) -> tuple[int | None, str | 
 
 
 def checkpoint_info(run_dir: str, file: str) -> dict:
-    """What the confirm dialog shows: name, path, exists, size, epoch, metric_name, metric."""
+    """What the confirm dialog shows: name, path, exists, size, epoch, metric_name, metric,
+    and problem: why it cannot be pushed (outside the run, not a regular file) or None."""
     name, path = _resolve(run_dir, file)
     try:
         size = os.stat(path).st_size
@@ -286,6 +262,7 @@ def checkpoint_info(run_dir: str, file: str) -> dict:
         "name": name,
         "path": path,
         "exists": exists,
+        "problem": checkpoint_problem(os.path.abspath(run_dir), path, name) if exists else None,
         "size": size,
         "epoch": epoch,
         "metric_name": metric_name,
@@ -423,10 +400,10 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 
 def scrub(text: str, token: str | None) -> str:
-    """Remove the token (and anything shaped like one) from text."""
+    """Remove the token (and anything shaped like one) and URL credentials from text."""
     if token:
         text = text.replace(token, "***")
-    return redact(text)
+    return redact(strip_userinfo(text))
 
 
 def _status(exc) -> int | None:
@@ -527,38 +504,6 @@ def _retrying(fn, waits, sleep, counter: list[int]):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-# -- reading the artifacts ------------------------------------------------------
-
-
-def _read_artifacts(run_dir: str) -> list[tuple[str, bytes]]:
-    """(name, bytes) of each small artifact that exists, each read once (so hashing and
-    sending see the same bytes); metrics.jsonl is cut after its last complete line."""
-    out = []
-    for name in ARTIFACTS:
-        path = os.path.join(run_dir, name)
-        try:
-            with open(path, "rb") as handle:
-                if os.fstat(handle.fileno()).st_size > ARTIFACT_MAX_BYTES:
-                    continue  # not small: not an artifact worth a commit
-                data = handle.read()  # (read(n) would allocate n bytes up front)
-        except OSError:
-            continue
-        if len(data) > ARTIFACT_MAX_BYTES:
-            continue  # it grew meanwhile
-        if name == "metrics.jsonl" and data and not data.endswith(b"\n"):
-            data = data[: data.rfind(b"\n") + 1]
-        if data:
-            out.append((name, data))
-    return out
-
-
-def _artifacts_digest(artifacts: list[tuple[str, bytes]]) -> str:
-    digest = hashlib.sha256()
-    for name, data in artifacts:
-        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
-    return digest.hexdigest()
-
-
 # -- the push ---------------------------------------------------------------------
 
 
@@ -618,10 +563,11 @@ def push(
         "metric": None,
         "repo": repo or None,
         "path": None,
-        "endpoint": endpoint,
+        "endpoint": strip_userinfo(endpoint),  # never a user:password@ in a record
         "commit_url": None,
         "outcome": "error",
         "error": None,
+        "notices": [],
     }
     staged: Staged | None = None
     attempts = [0]
@@ -657,6 +603,9 @@ def push(
             record["path"] = path_in_repo
             if not os.path.exists(src):
                 raise _PushFailed(f"{name}: no such file in {os.path.dirname(src)}")
+            problem = checkpoint_problem(run_dir, src, name)
+            if problem:
+                raise _PushFailed(problem)
         token = token or _get_token()
         if not token:
             raise _PushFailed(NO_TOKEN)
@@ -670,19 +619,25 @@ def push(
                     copying[0] = True
                     phase("staging")
 
+            try:
+                private_dir(staging_dir(run_dir), run_dir)  # .rgpu/ and staging/: 0700
+            except OSError as exc:
+                why = exc.strerror or exc
+                raise _PushFailed(f"cannot create {staging_dir(run_dir)}: {why}") from None
             staged = stage(
-                src, staging_dir(run_dir), settle_s=settle_s, tries=tries, progress=copy_started
-            )
+                src, staging_dir(run_dir), settle_s=settle_s, tries=tries,
+                progress=copy_started, within=run_dir,
+            )  # fmt: skip
             record.update(sha256=staged.sha256, size=staged.size)
-        artifacts = _read_artifacts(run_dir)
+        artifacts, record["notices"] = read_artifacts(run_dir)
         if is_artifacts:
             if not artifacts:
                 raise _PushFailed(f"no artifacts to push in {run_dir}")
             record.update(
-                sha256=_artifacts_digest(artifacts), size=sum(len(d) for _, d in artifacts)
+                sha256=artifacts_digest(artifacts), size=sum(len(d) for _, d in artifacts)
             )
 
-        previous = _last_ok(run_dir, name, repo, record["path"], endpoint)
+        previous = _last_ok(run_dir, name, repo, record["path"], record["endpoint"])
         if not force and previous is not None and previous.get("sha256") == record["sha256"]:
             record["outcome"] = "skipped"
             record["commit_url"] = previous.get("commit_url")
@@ -723,7 +678,7 @@ def push(
             warnings.simplefilter("ignore")
             _retrying(create_repo, retry_waits, sleep, attempts)
             info = _retrying(commit, retry_waits, sleep, attempts)
-        record["commit_url"] = info.commit_url
+        record["commit_url"] = strip_userinfo(str(info.commit_url))
         record["outcome"] = "ok"
         if record["size"] is not None:
             report(record["size"], record["size"])
@@ -735,8 +690,12 @@ def push(
         record["error"] = scrub(message, token)
         record["outcome"] = "error"
         return _finish(run_dir, record)
-    except BaseException:  # Ctrl-C in the CLI: record it, then let it stop the program
-        record["error"], record["outcome"] = "interrupted", "error"
+    except BaseException as exc:  # Ctrl-C, SIGTERM in the CLI: record it, then stop
+        if isinstance(exc, Interrupted) and exc.args:
+            how = exc.args[0]
+        else:
+            how = "SIGINT" if isinstance(exc, KeyboardInterrupt) else type(exc).__name__
+        record["error"], record["outcome"] = f"interrupted by {how}", "error"
         _finish(run_dir, record)
         raise
     finally:
@@ -776,6 +735,7 @@ def _finish(run_dir: str, record: dict, skipped: bool = False) -> PushResult:
         metric=record["metric"],
         error=record["error"],
         file=record["file"],
+        notices=tuple(record["notices"]),
     )
 
 

@@ -21,7 +21,7 @@ a clashing NAME to NAME2, NAME3, so the name alone does not say where it is.
 
 Stopping sends SIGINT (libreyolo then records `failed`/KeyboardInterrupt), then
 SIGTERM, then SIGKILL, to the run's process group, and only ever to a process
-whose pid *and* start time match the run.
+that started with the run and looks like a trainer (core.stop_target decides).
 """
 
 from __future__ import annotations
@@ -39,13 +39,17 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from dataclasses import asdict, dataclass
+from datetime import datetime
 
 import psutil
 
+from .private import private_dir
 from .records import append_json_line, read_json_lines
+from .safeio import open_regular, read_regular
 from .status import PID_REUSE_SLACK_S, check_pid, derive_state, parse_time
+from .stop_target import CREATE_TIME_SLACK_S, GONE, Target, verify
+from .stop_target import target as stop_target
 from .values import num as _float_or_none
 
 RGPU_DIR = ".rgpu"
@@ -54,13 +58,13 @@ CONSOLE_DIR = "console"
 INSTALL_EXTRA = "rgpu-tui[train]"  # brings libreyolo, and torch with it
 INSTALL_HINT = f"pip install '{INSTALL_EXTRA}'"
 DEFAULT_NAME = "exp"  # libreyolo's own default
-CREATE_TIME_SLACK_S = 2.0  # psutil create_time recorded at launch vs. now
 KILL_WAIT_S = 10.0  # after SIGKILL, how long to wait for the process to vanish
 STOP_POLL_S = 0.2
 TAIL_BYTES = 16 * 1024
 TAIL_LINES = 20
 TAIL_LINE_CHARS = 300
 MAX_RECORDS_BYTES = 8 * 1024 * 1024
+STATUS_MAX_BYTES = 4 * 1024 * 1024
 
 FIELD_KEYS = ("model", "data", "epochs", "batch", "imgsz", "device", "project", "name")
 
@@ -188,8 +192,11 @@ def _int_field(key: str, value, default: int, minimum: int) -> int:
         number = int(str(value).strip())
     except ValueError:
         raise LaunchError(f"{key}: must be a whole number, got {value!r}") from None
-    if number < minimum or (key == "batch" and number == 0):
-        raise LaunchError(f"{key}: must be {minimum} or more (batch -1 means auto), got {number}")
+    if key == "batch" and number == 0:
+        raise LaunchError(f"batch: must be -1 (auto) or 1 or more, got {number}")
+    if number < minimum:
+        hint = " (-1 means auto)" if key == "batch" else ""
+        raise LaunchError(f"{key}: must be {minimum} or more{hint}, got {number}")
     return number
 
 
@@ -206,6 +213,11 @@ def check_spec(spec: LaunchSpec, environ: Mapping[str, str] | None = None) -> No
     """Refuse what would go wrong or leak: keys given twice, stray words, the HF token."""
     seen = set()
     for item in spec.extra:
+        if item.startswith("-"):  # `--help` would make libreyolo print and exit: "died"
+            raise LaunchError(
+                f"extra arguments: {item!r} is not a KEY=VALUE argument "
+                "(libreyolo train takes KEY=VALUE only)"
+            )
         key = arg_key(item)
         if key is None:
             raise LaunchError(f"extra arguments: {item!r} is not key=value")
@@ -323,8 +335,8 @@ def launches_path(project: str) -> str:
 
 
 def append_line(path: str, obj: dict) -> None:
-    """One complete JSON line (see core.records)."""
-    append_json_line(path, obj, mode=0o644)
+    """One complete JSON line (see core.records), in a file private to its owner (0600)."""
+    append_json_line(path, obj)
 
 
 def record_run_dir(project: str, launch_id: str, run_dir: str) -> None:
@@ -405,7 +417,7 @@ def _safe_file_name(name: str) -> str:
 
 def _open_console_log(project: str, name: str, now: float) -> tuple[int, str]:
     folder = os.path.join(rgpu_dir(project), CONSOLE_DIR)
-    os.makedirs(folder, exist_ok=True)
+    private_dir(folder, project)  # .rgpu/ and console/: 0700
     stamp = datetime.fromtimestamp(now).strftime("%Y%m%d-%H%M%S")
     base = f"{_safe_file_name(name)}-{stamp}"
     for i in range(1000):
@@ -520,7 +532,13 @@ def launch(
     obj = {"kind": "launch", **record.to_json()}
     for key in ("run_dir", "returncode", "exited_at", "died_error", "died_tail"):
         obj.pop(key)
-    append_line(path, obj)
+    try:
+        append_line(path, obj)
+    except OSError as exc:  # a full disk, a symlink planted there: say so, it runs anyway
+        raise LaunchError(
+            f"started pid {proc.pid}, but cannot record it in {path}: {exc.strerror or exc} "
+            f"(stop it with kill -INT -{proc.pid} if it should not run)"
+        ) from None
     return record
 
 
@@ -528,10 +546,14 @@ def launch(
 
 
 def _read_status(run_dir: str) -> dict | None:
+    """status.json as a dict; None when missing, not a regular file (a FIFO never blocks),
+    over 4 MiB, or not a JSON object."""
     try:
-        with open(os.path.join(run_dir, "status.json"), "rb") as f:
-            value = json.loads(f.read(4 * 1024 * 1024))
-    except (OSError, ValueError):
+        data = read_regular(os.path.join(run_dir, "status.json"), STATUS_MAX_BYTES)
+        if len(data) > STATUS_MAX_BYTES:
+            return None
+        value = json.loads(data)
+    except (OSError, ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -616,12 +638,16 @@ _ERRORISH = re.compile(
 def console_tail(path: str, lines: int = TAIL_LINES) -> tuple[str, ...]:
     """The last lines of a console log, cleaned of colours and progress-bar redraws."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            f.seek(max(size - TAIL_BYTES, 0))
-            raw = f.read(TAIL_BYTES)
+        fd = open_regular(path)  # a FIFO in its place never blocks
     except OSError:
         return ()
+    try:
+        size = os.fstat(fd).st_size
+        raw = os.pread(fd, TAIL_BYTES, max(size - TAIL_BYTES, 0))
+    except OSError:
+        return ()
+    finally:
+        os.close(fd)
     text = raw.decode("utf-8", errors="replace")
     out = []
     for line in text.split("\n"):
@@ -731,80 +757,6 @@ class StopResult:
 ProgressFn = Callable[[str, "float | None"], None]
 
 
-@dataclass
-class _Target:
-    proc: psutil.Process
-    group: int | None  # the process group to signal, or None: the pid alone
-    waits: list[psutil.Process] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        if self.group is not None:
-            return f"process group {self.group}"
-        return f"process {self.proc.pid}"
-
-
-_GONE = "gone"
-
-
-def _verify(pid, started_at: float | None, create_time: float | None) -> psutil.Process | str:
-    """The process if pid and start time match the run; _GONE when it has exited (nothing
-    to stop); else why it is not the run, in words."""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-        return "no pid recorded for this run"
-    if pid == os.getpid():
-        return f"pid {pid} is this program"
-    try:
-        proc = psutil.Process(pid)
-        created = proc.create_time()
-        status = proc.status()
-    except psutil.NoSuchProcess:
-        return _GONE
-    except psutil.AccessDenied:
-        return f"process {pid} belongs to another user"
-    except psutil.Error as exc:
-        return f"process {pid}: {exc}"
-    if status == psutil.STATUS_ZOMBIE:
-        return _GONE
-    if create_time is not None:
-        if abs(created - create_time) > CREATE_TIME_SLACK_S:
-            return f"pid {pid} now belongs to another process (started {_clock(created)})"
-    elif started_at is not None:
-        if created > started_at + PID_REUSE_SLACK_S:
-            return (
-                f"pid {pid} now belongs to another process (started {_clock(created)}, "
-                f"after the run started at {_clock(started_at)})"
-            )
-    else:
-        return f"no start time recorded for process {pid}: cannot tell it is the run"
-    return proc
-
-
-def _clock(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).astimezone().strftime("%H:%M:%S")
-
-
-def _target(proc: psutil.Process) -> _Target:
-    """Signal the whole group when the group belongs to the run, else the pid alone."""
-    try:
-        pgid = os.getpgid(proc.pid)
-    except OSError:
-        return _Target(proc, None, [proc])
-    if pgid == os.getpgrp():
-        return _Target(proc, None, [proc])  # never our own group
-    if pgid == proc.pid:
-        return _Target(proc, pgid, [proc])
-    try:
-        leader = psutil.Process(pgid)
-        is_ancestor = any(p.pid == pgid for p in proc.parents())
-        is_trainer = any("libreyolo" in part for part in leader.cmdline())
-    except psutil.Error:
-        return _Target(proc, None, [proc])
-    if is_ancestor and is_trainer:  # e.g. multi-GPU: rank 0 under the launched process
-        return _Target(proc, pgid, [proc, leader])
-    return _Target(proc, None, [proc])
-
-
 def _ended(proc: psutil.Process) -> bool:
     try:
         return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
@@ -812,7 +764,7 @@ def _ended(proc: psutil.Process) -> bool:
         return True
 
 
-def _send(target: _Target, sig: int) -> tuple[bool, str | None]:
+def _send(target: Target, sig: int) -> tuple[bool, str | None]:
     """Send sig: (sent, why it could not be). A process that has ended is not signalled."""
     if _ended(target.proc):
         return False, None
@@ -829,7 +781,7 @@ def _send(target: _Target, sig: int) -> tuple[bool, str | None]:
 
 
 def _escalate(
-    target: _Target,
+    target: Target,
     settings,
     on_progress: ProgressFn | None,
     sleep: Callable[[float], None],
@@ -896,8 +848,8 @@ def stop_run(
     SIGKILL after settings.stop_kill_after s. Blocks until the process has ended.
 
     on_progress(phase, seconds_left): phase "sigint" / "sigterm" (seconds until the
-    next signal), "sigkill" (seconds left to wait), "ended" (None). Only the
-    process whose pid and start time match status.json is ever signalled.
+    next signal), "sigkill" (seconds left to wait), "ended" (None). Only a process
+    that core.stop_target.verify accepts as the run is ever signalled.
     """
     st = _read_status(run_dir)
     if st is None:
@@ -907,13 +859,13 @@ def stop_run(
     started_at = parse_time(st.get("started_at"))
     if state != "running":
         return StopResult(True, str(state) if state else None, error=None)
-    proc = _verify(pid, started_at, _launched_create_time(run_dir, pid))
+    proc = verify(pid, started_at, _launched_create_time(run_dir, pid))
     if isinstance(proc, str):
         final = derive_state("running", check_pid(pid, started_at), None, None, now())
-        if proc == _GONE:  # it died without saying so: nothing left to stop
+        if proc == GONE:  # it died without saying so: nothing left to stop
             return StopResult(True, final)
         return StopResult(False, final, error=f"not stopped: {proc}; nothing was signalled")
-    target = _target(proc)
+    target = stop_target(proc)
     ok, sent, error, seconds = _escalate(target, settings, on_progress, sleep, now)
     return StopResult(ok, _final_state(run_dir, now()), sent, error, target.label, seconds)
 
@@ -951,12 +903,12 @@ def stop_launch(
         return stop_run(state.run_dir, settings, on_progress, sleep, now)
     if state.state == "died":
         return StopResult(True, "died", error=None)
-    proc = _verify(record.pid, None, record.create_time)
-    if proc == _GONE:
+    proc = verify(record.pid, None, record.create_time)
+    if proc == GONE:
         return StopResult(True, launch_state(record, now()).state)
     if isinstance(proc, str):
         return StopResult(False, None, error=f"not stopped: {proc}; nothing was signalled")
-    target = _target(proc)
+    target = stop_target(proc)
     ok, sent, error, seconds = _escalate(target, settings, on_progress, sleep, now)
     after = launch_state(record, now())
     final = _final_state(after.run_dir, now()) if after.run_dir else after.state

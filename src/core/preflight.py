@@ -16,6 +16,7 @@ available for execution on the device"); the verdict says so plainly.
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -271,6 +272,9 @@ def gpu_preflight(
 ) -> PreflightReport:
     """Run the probe with this environment's Python; never raises."""
     python = python or sys.executable
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        msg = f"the GPU check needs a finite timeout above 0 s, got {timeout!r}"
+        return PreflightReport(False, None, False, verdict=msg, error=msg, python=python)
     try:
         proc = subprocess.run(
             probe_argv(python),

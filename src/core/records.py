@@ -13,18 +13,35 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+
+from .private import PRIVATE_FILE_MODE, private_dir
+from .safeio import NotRegularFile
+
+# a symlink or FIFO planted where a record goes is never followed or waited on
+_NOFOLLOW_NONBLOCK = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 from .safeio import open_regular
 from .values import parse_json
 
 
-def append_json_line(path: str, obj: dict, mode: int = 0o600) -> None:
-    os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+def append_json_line(path: str, obj: dict, mode: int = PRIVATE_FILE_MODE) -> None:
+    """Append obj as one line; a file this call creates gets `mode` (0600) exactly, and its
+    folder, when this call creates it, 0700 (core.private)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    private_dir(folder, os.path.dirname(folder))
     line = (json.dumps(obj, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags, mode)
+    flags = os.O_RDWR | os.O_APPEND | _NOFOLLOW_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        size = os.fstat(fd).st_size
+        fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, mode)
+        os.fchmod(fd, mode)  # the umask may have taken bits off
+    except FileExistsError:  # (a symlink planted there is refused: ELOOP)
+        fd = os.open(path, flags | os.O_CREAT, mode)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(path)
+        size = st.st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = b"\n" + line
         try:

@@ -33,6 +33,10 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .private import private_dir
+from .runpath import fd_outside_run
+from .safeio import NotRegularFile, open_regular
+
 CHUNK = 1024 * 1024
 _NAME_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<rand>[0-9a-f]+)\.(part|staged)$")
 
@@ -66,7 +70,7 @@ def _stat(src: str, name: str) -> os.stat_result:
     except OSError as exc:
         raise StagingError(f"{name}: cannot read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise StagingError(f"{name}: not a regular file")
+        raise StagingError(f"{name} is not a regular file")
     return st
 
 
@@ -152,17 +156,23 @@ def _copy(
     name: str,
     progress: Callable[[int, int], None] | None,
     chunk: int,
+    within: str | None = None,
 ):
     """Copy src to a new tmp file; returns (hexdigest, size) or None when the source changed."""
     import hashlib
 
     try:
-        fd_in = os.open(src, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd_in = open_regular(src)  # never blocks: a FIFO swapped in since the stat is refused
     except FileNotFoundError:
         return None  # replaced or removed since the stat: start over (the stat will tell)
+    except NotRegularFile:
+        raise StagingError(f"{name} is not a regular file") from None
     except OSError as exc:
         raise StagingError(f"{name}: cannot read: {exc.strerror or exc}") from None
     try:
+        real = fd_outside_run(within, fd_in) if within else None
+        if real is not None:
+            raise StagingError(f"{name} resolves to {real}, outside the run directory")
         if _signature(os.fstat(fd_in)) != _signature(expected):
             return None
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
@@ -244,19 +254,21 @@ def stage(
     settle_max_s: float | None = None,
     check_zip: bool = True,
     chunk: int = CHUNK,
+    within: str | None = None,
 ) -> Staged:
     """A private, complete, verified copy of `src` in `staging_dir` (see the module doc).
 
     progress(bytes_copied, bytes_total) is called after each chunk of each try.
     settle_max_s: how long one try waits for the file to be still (default 5 x settle_s,
     at least 1 s); a try that never sees it still counts as a failed try.
+    within: a run directory the opened file must lie in (core.runpath).
     Raises StagingError (one line); leaves no staging file behind on failure.
     """
     name = os.path.basename(src)
     tries = max(1, int(tries))
     settle_max_s = max(1.0, settle_s * 5) if settle_max_s is None else settle_max_s
     try:
-        os.makedirs(staging_dir, mode=0o700, exist_ok=True)
+        private_dir(staging_dir, os.path.dirname(os.path.abspath(staging_dir)))
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
             raise _enospc(name, staging_dir, 0) from None
@@ -273,7 +285,7 @@ def stage(
         if free is not None and free < st.st_size:
             raise _enospc(name, staging_dir, st.st_size)
         try:
-            copied = _copy(src, tmp, st, name, progress, chunk)
+            copied = _copy(src, tmp, st, name, progress, chunk, within)
         except StagingError:
             _unlink(tmp)
             raise

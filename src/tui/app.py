@@ -330,6 +330,9 @@ class RgpuApp(App[int]):
             if not info["exists"]:
                 self.notify(f"{info['path']} does not exist.", severity="error")
                 return
+            if info["problem"]:  # outside the run, or a FIFO: say so before any push
+                self.notify(printable(info["problem"]), severity="error", timeout=10, markup=False)
+                return
             size = info["size"] or 0
             # printable before Text, which would drop a BEL or CR unseen
             body.append(printable(info["path"]) + "\n", style="bold")
@@ -378,6 +381,10 @@ class RgpuApp(App[int]):
             self.push_bar.show(None, None, None, 0, 0, queued)
             r = ev.result
             run = os.path.basename(req.run_dir)
+            for notice in r.notices:  # an artifact skipped (outside the run, not a file)
+                self.notify(
+                    printable(notice), title="push", severity="warning", timeout=15, markup=False
+                )
             if r.ok and r.skipped_unchanged:
                 self.notify(
                     f"{r.file or req.file} of {run} is unchanged on {r.repo}: no new commit."
