@@ -16,13 +16,11 @@ import os
 import stat
 
 from .private import PRIVATE_FILE_MODE, private_dir
-from .safeio import NotRegularFile
+from .safeio import NotRegularFile, open_regular
+from .values import parse_json
 
 # a symlink or FIFO planted where a record goes is never followed or waited on
 _NOFOLLOW_NONBLOCK = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-
-from .safeio import open_regular
-from .values import parse_json
 
 
 def append_json_line(path: str, obj: dict, mode: int = PRIVATE_FILE_MODE) -> None:

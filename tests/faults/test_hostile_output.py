@@ -273,8 +273,13 @@ def test_actions_into_a_closed_pipe_keep_their_status(hostile_root: Path, tmp_pa
     rc, err = _into_closed_pipe(["push", run, "--json"], env)
     assert rc == 1 and b"Traceback" not in err and b"BrokenPipe" not in err, err
     assert err.decode().startswith("rgpu-tui: push failed: "), err
-    # preflight that cannot finish in time: its report, status 1
-    rc, err = _into_closed_pipe(["preflight", "--timeout", "0.2"], env)
+    # preflight that cannot finish in time (a stand-in torch whose import hangs, and the
+    # shortest timeout preflight takes): its report, status 1
+    hanging = tmp_path / "hanging_torch"
+    hanging.mkdir()
+    (hanging / "torch.py").write_text("import time\ntime.sleep(600)\n")
+    env["PYTHONPATH"] = str(hanging)
+    rc, err = _into_closed_pipe(["preflight", "--timeout", "5"], env)
     assert (rc, err) == (1, b""), err.decode(errors="replace")
 
 
