@@ -176,14 +176,12 @@ def test_stop_ends_a_running_run_as_failed(trained_dataset: Path, project: Path)
     run_dir = _started(record)
     wait_until(lambda: _status(run_dir).get("current_epoch"), "the first epoch", TIMEOUT)
     seen: list[tuple[str, float | None]] = []
-    t0 = time.monotonic()
     result = stop_run(run_dir, FAST_STOP, on_progress=lambda p, s: seen.append((p, s)))
-    took = time.monotonic() - t0
     assert result.ok, result.error
+    # SIGINT alone ended it: no SIGTERM was due, so it ended within stop_term_after
     assert result.signals_sent == ("SIGINT",), (result, _console(record))
     assert result.target == f"process group {record.pid}"
     assert result.final_state == "failed"
-    assert took < FAST_STOP.stop_term_after
     st = _status(run_dir)
     assert st["state"] == "failed" and st["error"]["type"] == "KeyboardInterrupt"
     assert seen[0] == ("sigint", pytest.approx(10, abs=0.5)) and seen[-1] == ("ended", None)

@@ -11,6 +11,7 @@ from rgpu_tui.tui.widgets.cost import CostStrip, IdleBanner
 
 from .helpers import make_app, rendered, wait_for
 
+PUSH_THEN_STOP = "Push checkpoints, then stop or destroy."
 SEED = Settings(price_per_hour=3.4828, disk_gb=250, storage_price_gb_month=0.20, rebuild_cost=1.00)
 
 
@@ -58,10 +59,14 @@ async def test_c_opens_the_full_view_with_stop_or_destroy(runs_root):
 async def test_idle_banner_appears_after_idle_minutes_and_rings_once(runs_root):
     # no running run: the live one is gone; the simulated GPUs then idle
     shutil.rmtree(runs_root.root / "live_exp")
-    now = [runs_root.now]
+    start = runs_root.now
+    end = start + 900.0
+    now = [start]
 
     def clock() -> float:
-        now[0] += 30.0  # each refresh is 30 s later
+        # each refresh 30 s later, until `end`; from then on every refresh sees `end`, so
+        # what the screen shows stops moving and can be read exactly
+        now[0] = min(now[0] + 30.0, end)
         return now[0]
 
     app = RgpuApp(
@@ -69,20 +74,18 @@ async def test_idle_banner_appears_after_idle_minutes_and_rings_once(runs_root):
         interval=0.02,
         clock=clock,
         fake_gpus=2,
-        settings=Settings(price_per_hour=3.4828, idle_minutes=2),
+        settings=Settings(price_per_hour=3.4828),  # idle_minutes: the default, 10
     )
     bells = []
     async with app.run_test(size=(80, 24)) as pilot:
         banner = app.query_one(IdleBanner)
-        # what the banner says when it appears (the bell rings then); refreshes come every
-        # 20 ms, so reading it later could see a newer one
-        app.bell = lambda: bells.append(rendered(banner))
-        await wait_for(pilot, lambda: banner.has_class("-on"))
-        await wait_for(pilot, lambda: bells)
-        text = bells[0]
-        assert text.startswith("Idle 2 min — $0.12 spent idle at $3.48/h.")
-        assert text.endswith("Push checkpoints, then stop or destroy.")
-        first = now[0]
-        await wait_for(pilot, lambda: now[0] > first + 120)  # more refreshes, still idle
-        assert len(bells) == 1
-        assert "Idle 4 min" in rendered(banner) or "Idle 5 min" in rendered(banner)
+        # when the bell rings (once, as the banner appears) and what the banner says then
+        app.bell = lambda: bells.append((app.snapshot.generated_at - start, rendered(banner)))
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.generated_at == end)
+        # idle from the first refresh (start + 30 s): ten minutes later, not one refresh sooner
+        assert bells == [
+            (630.0, "Idle 10 min — $0.58 spent idle at $3.48/h. " + PUSH_THEN_STOP),
+        ]
+        # 870 s idle at `end` (14.5 min), and the bell did not ring again
+        assert banner.has_class("-on")
+        assert rendered(banner).startswith("Idle 14 min — $0.84 spent idle at $3.48/h.")

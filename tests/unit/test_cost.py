@@ -8,7 +8,6 @@ import psutil
 import pytest
 from support.readme_example import COST_JSON_KEYS
 
-from rgpu_tui.core import cost as cost_mod
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.cost import (
     HOURS_PER_MONTH,
@@ -274,11 +273,18 @@ def test_idle_time_busy_idle_busy_with_a_frozen_clock() -> None:
 
 
 def test_one_gap_counts_at_most_the_cap() -> None:
-    t = CostTracker(Settings(price_per_hour=1.0), gap_cap=120.0)
+    t = CostTracker(Settings(price_per_hour=1.0), gap_cap=30.0)
     t.sample(0.0, (), None, gpus(idle=True))
     view = t.sample(10_000.0, (), None, gpus(idle=True))  # the laptop slept
-    assert (view.idle_seconds, view.idle_now_seconds) == (120.0, 120.0)
-    assert cost_mod.IDLE_GAP_CAP_S == CostTracker(Settings()).gap_cap
+    assert (view.idle_seconds, view.idle_now_seconds) == (30.0, 30.0)
+
+
+def test_the_app_tracker_counts_two_minutes_of_a_long_gap() -> None:
+    t = CostTracker(Settings(price_per_hour=1.0))  # as the app's Collector builds it
+    t.sample(0.0, (), None, gpus(idle=True))
+    assert t.sample(119.0, (), None, gpus(idle=True)).idle_seconds == 119.0  # a slow refresh
+    view = t.sample(10_119.0, (), None, gpus(idle=True))  # the laptop slept
+    assert (view.idle_seconds, view.idle_now_seconds) == (239.0, 239.0)
 
 
 def test_a_clock_going_back_counts_nothing() -> None:

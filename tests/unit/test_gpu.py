@@ -579,10 +579,7 @@ def test_starved_after_two_minutes_with_busy_cpu(tmp_path: Path) -> None:
         assert "starved" not in dev(view, 0).flags, k
     view = mon.sample(T0 + 120, (run,), 95.0)
     assert [d.flags for d in view.devices] == [("starved",), ("starved",)]
-    assert view.warnings == (STARVED_GUESS,)
-    assert STARVED_GUESS == (
-        "GPU starved — likely the data loader (more workers, cache, a larger batch)"
-    )
+    assert view.warnings == (STARVED_GUESS,)  # no profile_summary.json: the guess
     # the CPU calms down: no longer the data loader's fault
     view = mon.sample(T0 + 121, (run,), 60.0)
     assert view.warnings == () and dev(view, 0).flags == ()

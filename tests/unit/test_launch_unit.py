@@ -195,7 +195,8 @@ def test_make_spec_defaults(data_yaml: Path, tmp_path: Path) -> None:
     assert spec.name == "exp"
     assert spec.data == str(data_yaml) and os.path.isabs(spec.project)
     assert make_spec(str(data_yaml), str(tmp_path), gpu_count=0).device == "cpu"
-    assert make_spec(str(data_yaml), str(tmp_path)).model == Settings().model
+    assert make_spec(str(data_yaml), str(tmp_path)).model == "LibreYOLO9s.pt"  # no settings
+    assert make_spec(str(data_yaml), str(tmp_path), settings=Settings()).model == "LibreYOLO9s.pt"
 
 
 def test_make_spec_relative_paths_become_absolute(
@@ -521,10 +522,10 @@ def test_a_live_launch_without_status_json_is_starting(tmp_path: Path, children)
     log = tmp_path / "c.log"
     log.write_text("downloading weights\x1b[0m\r 50%\r100%\n")
     record = _record_of(proc, tmp_path, log)
-    state = launch_state(record, time.time() + 3)
+    state = launch_state(record, record.time + 3)
     assert state.state == "starting" and state.error is None
     assert state.tail == ("100%",) and state.console_log == str(log)
-    assert 2.5 < state.elapsed < 4
+    assert state.elapsed == 3.0  # since the launch, on the clock given
     # same pid, another start time: not this launch any more
     other = LaunchRecord(**{**record.__dict__, "create_time": record.create_time - 3600})
     assert launch_state(other, time.time()).state == "died"
@@ -582,7 +583,7 @@ def test_stop_escalates_to_sigterm_when_sigint_is_trapped(tmp_path: Path, childr
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=time.time())
     clock = FakeClock()
     seen: list[tuple[str, float | None]] = []
-    settings = Settings(stop_term_after=30, stop_kill_after=60)
+    settings = Settings()  # the defaults: SIGTERM 30 s after SIGINT
     result = stop_run(str(run), settings, lambda p, s: seen.append((p, s)), clock.sleep, clock.now)
     assert result.ok, result.error
     assert result.signals_sent == ("SIGINT", "SIGTERM")
@@ -598,16 +599,20 @@ def test_stop_escalates_to_sigterm_when_sigint_is_trapped(tmp_path: Path, childr
     assert sigint_lefts == sorted(sigint_lefts, reverse=True) and len(sigint_lefts) >= 29
 
 
-def test_stop_escalates_to_sigkill(tmp_path: Path, children) -> None:
+@pytest.mark.parametrize(
+    ("settings", "kill_at"),
+    [(Settings(stop_term_after=5, stop_kill_after=12), 12), (Settings(), 60)],
+    ids=["set", "defaults"],
+)
+def test_stop_escalates_to_sigkill(tmp_path: Path, children, settings, kill_at) -> None:
     proc = _start_child(children, TRAPS_INT_TERM)
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=time.time())
     clock = FakeClock()
     phases: list[str] = []
-    settings = Settings(stop_term_after=5, stop_kill_after=12)
     result = stop_run(str(run), settings, lambda p, s: phases.append(p), clock.sleep, clock.now)
     assert result.ok, result.error
     assert result.signals_sent == ("SIGINT", "SIGTERM", "SIGKILL")
-    assert 12 <= result.seconds < 13
+    assert kill_at <= result.seconds < kill_at + 1  # on the fake clock
     assert proc.wait(5) == -signal.SIGKILL
     assert phases.index("sigterm") < phases.index("sigkill") < phases.index("ended")
 
@@ -835,7 +840,7 @@ def test_cli_launch_with_a_fake_libreyolo(
     assert "hf_secret" not in json.dumps(out)
     assert "hf_secret" not in Path(launches_path(str(project))).read_text()
     assert out["launch"]["argv"][2:] == [
-        "model=" + Settings().model,
+        "model=LibreYOLO9s.pt",  # nothing configured: the default model
         f"data={data_yaml}",
         "epochs=3",
         "batch=-1",

@@ -28,19 +28,15 @@ def test_builds_when_due_and_not_before() -> None:
     with recording() as (r, built):
         t0 = time.monotonic()
         r.schedule(0.3)
-        time.sleep(0.1)
-        assert built == []
         wait_until(lambda: len(built) == 1, timeout=5.0)
-        assert built[0] - t0 >= 0.3
+        assert built[0] - t0 >= 0.3  # not before (a lower bound: a busy machine only adds)
 
 
 def test_an_earlier_request_wins_over_a_later_one() -> None:
     with recording() as (r, built):
         r.schedule(3600)  # the periodic refresh, far away
-        t0 = time.monotonic()
-        r.schedule(0)  # a key press: now
+        r.schedule(0)  # a key press: now (the hour would not come within the 5 s waited)
         wait_until(lambda: len(built) == 1, timeout=5.0)
-        assert built[0] - t0 < 1.0
         r.schedule(0)
         r.schedule(3600)  # does not push "now" back
         wait_until(lambda: len(built) == 2, timeout=5.0)
@@ -93,8 +89,8 @@ def test_with_a_period_the_beat_needs_no_request_but_waits_for_the_go_ahead() ->
         r.schedule(0)
         wait_until(lambda: len(built) == 1, timeout=5.0)
         r.schedule(3600)  # the app applied it: "again in an hour" is later than what is due
-        wait_until(lambda: len(built) == 2, timeout=5.0)
-        assert 0.2 <= built[1] - built[0] < 3000  # the period, not the hour
+        wait_until(lambda: len(built) == 2, timeout=5.0)  # the period, not the hour
+        assert built[1] - built[0] >= 0.2
         # no go-ahead for the second build's result: no third build, however long
         time.sleep(0.6)
         assert len(built) == 2

@@ -7,10 +7,9 @@ import hashlib
 import os
 import random
 import stat
-import threading
-import time
 import tracemalloc
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -89,27 +88,58 @@ def test_copies_hashes_and_keeps_the_copy_private(run: Path, sdir: Path) -> None
     assert leftovers(sdir) == []
 
 
-def test_waits_until_the_file_has_been_still_for_settle_s(run: Path, sdir: Path) -> None:
+class SettleClock:
+    """A fake clock for staging.wait_settled (its `clock` and `sleep`): sleep() moves it on
+    and then runs whatever a writer does by that time. No real time passes."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.t = 0.0
+        self.writes: list[tuple[float, Callable[[], None]]] = []  # (due, write), in order
+        self.calls: list[tuple[float, float, os.stat_result | None]] = []  # (start, end, stat)
+        real = staging.wait_settled
+
+        def wait_settled(*args, **kwargs):
+            start = self.t
+            st = real(*args, sleep=self.sleep, clock=self.now, **kwargs)
+            self.calls.append((start, self.t, st))
+            return st
+
+        monkeypatch.setattr(staging, "wait_settled", wait_settled)
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        # at least a microsecond, as a real sleep: a step below the float's resolution at t
+        # (settle_s minus an elapsed time that is 1e-17 short of it) would not move the clock
+        self.t += max(seconds, 1e-6)
+        while self.writes and self.writes[0][0] <= self.t:
+            self.writes.pop(0)[1]()
+
+
+def test_waits_until_the_file_has_been_still_for_settle_s(
+    run: Path, sdir: Path, monkeypatch
+) -> None:
     src = run / "weights" / "best.pt"
     src.write_bytes(checkpoint_bytes(50_000, seed=0))
-    versions = [checkpoint_bytes(50_000, seed=s) for s in (1, 2, 3)]
-    last_write = [0.0]
+    # sizes differ, so each rewrite shows in the stat even within one mtime tick
+    versions = [checkpoint_bytes(50_000 + s, seed=s) for s in (1, 2, 3)]
+    clock = SettleClock(monkeypatch)
+    written_at: list[float] = []
 
-    def writer() -> None:
-        for data in versions:
-            time.sleep(0.1)
-            rewrite_in_place(src, data)
-            last_write[0] = time.monotonic()
+    def write(data: bytes) -> None:
+        rewrite_in_place(src, data)
+        written_at.append(clock.t)
 
-    thread = threading.Thread(target=writer)
-    t0 = time.monotonic()
-    thread.start()
+    for k, data in enumerate(versions, 1):
+        clock.writes.append((0.1 * k, lambda data=data: write(data)))
     staged = stage(str(src), str(sdir), settle_s=0.3)
-    done = time.monotonic()
-    thread.join()
     assert Path(staged.path).read_bytes() == versions[-1]
-    assert done - last_write[0] >= 0.3  # still for settle_s after the last write
-    assert done - t0 >= 0.6
+    assert len(written_at) == 3 and written_at[-1] >= 0.3
+    [(start, end, st)] = clock.calls  # one wait, which saw every rewrite
+    assert st is not None and st.st_size == len(versions[-1])
+    # still for settle_s after the last rewrite, then at once (within one poll, 0.06 s)
+    assert 0.3 <= end - written_at[-1] < 0.3 + 0.06
 
 
 def test_source_rewritten_during_the_copy_starts_over(run: Path, sdir: Path) -> None:
@@ -147,28 +177,24 @@ def test_keeps_changing_is_an_error_after_n_tries(run: Path, sdir: Path) -> None
     assert leftovers(sdir) == []
 
 
-def test_a_file_that_never_settles_uses_up_the_tries(run: Path, sdir: Path) -> None:
+def test_a_file_that_never_settles_uses_up_the_tries(run: Path, sdir: Path, monkeypatch) -> None:
     src = run / "weights" / "last.pt"
     src.write_bytes(checkpoint_bytes(10_000, seed=0))
-    stop = threading.Event()
+    clock = SettleClock(monkeypatch)
+    rewrites = [0]
 
-    def toucher() -> None:
-        n = 0
-        while not stop.is_set():
-            n += 1
-            rewrite_in_place(src, checkpoint_bytes(10_000 + n, seed=n))
-            time.sleep(0.01)
+    def sleep(seconds: float) -> None:  # a writer that rewrites it between any two looks
+        clock.t += max(seconds, 1e-6)
+        rewrites[0] += 1
+        rewrite_in_place(src, checkpoint_bytes(10_000 + rewrites[0], seed=rewrites[0]))
 
-    thread = threading.Thread(target=toucher)
-    thread.start()
-    t0 = time.monotonic()
-    try:
-        with pytest.raises(StagingError, match=r"^last\.pt keeps changing: tried 2 times$"):
-            stage(str(src), str(sdir), settle_s=0.1, settle_max_s=0.3, tries=2)
-    finally:
-        stop.set()
-        thread.join()
-    assert time.monotonic() - t0 < 3
+    clock.sleep = sleep
+    with pytest.raises(StagingError, match=r"^last\.pt keeps changing: tried 2 times$"):
+        stage(str(src), str(sdir), settle_s=0.1, settle_max_s=0.3, tries=2)
+    # each try gave up on its own once settle_max_s had passed (no copy, no longer wait)
+    assert [st for _, _, st in clock.calls] == [None, None]
+    for start, end, _ in clock.calls:
+        assert 0.3 <= end - start < 0.3 + 0.02  # within one poll (settle_s / 5)
     assert leftovers(sdir) == []
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rgpu_tui.core.snapshot import LOG_TAIL_LEN, SERIES_LEN, snapshot_to_json, snapshot_to_text
+from rgpu_tui.core.snapshot import snapshot_to_json, snapshot_to_text
 from rgpu_tui.core.watch import RunsWatcher
 
 from .helpers import iso_utc
@@ -458,12 +458,11 @@ def test_snapshot_json_caps_series_and_log_tail(
     data = snapshot_to_json(RunsWatcher(str(tmp_path)).refresh(now=time.time()))
     series = data["selected"]["metrics"]["series"]
     assert set(series) == {"train/loss", "metrics/mAP50-95"}
-    for values in series.values():
-        assert len(values) == SERIES_LEN == 120
+    # every column: the newest 120 epochs of the 300, oldest first
     assert series["metrics/mAP50-95"] == [e / 100.0 for e in range(181, 301)]
-    tail = data["selected"]["log_tail"]
-    assert len(tail) == LOG_TAIL_LEN == 50
-    assert tail == [f"log line {i}" for i in range(450, 500)]
+    assert series["train/loss"] == [10.0 / e for e in range(181, 301)]
+    # the newest 50 lines of the 500
+    assert data["selected"]["log_tail"] == [f"log line {i}" for i in range(450, 500)]
     assert data["selected"]["metrics"]["stats"]["train/loss"]["min"] == pytest.approx(10 / 300)
 
 
