@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import psutil
 import pytest
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from rgpu_tui.core.config import Settings
 from rgpu_tui.tui.app import RgpuApp
@@ -195,9 +195,7 @@ async def test_stop_refuses_a_run_that_is_not_running(runs_root):
 
 # A stand-in torch for the GPU check's subprocess. Its import waits until the test has seen
 # the report dialog mounted (the file named by $FAKE_TORCH_GO appears), as a real torch import
-# takes seconds. A probe that answers while the dialog is composed but not yet mounted is
-# another case: ReportScreen.show then skips the update and the dialog keeps saying
-# "running torch..." (a defect in src, reported; not what this test is about).
+# takes seconds. A probe that answers before the dialog is mounted is tested below.
 WAIT_FOR_GO = """
 import os, time
 _deadline = time.monotonic() + 60
@@ -264,3 +262,35 @@ async def test_gpu_check_reports_plainly_without_a_gpu(
         go.touch()
         await wait_for(pilot, lambda: "subprocess" not in body(), timeout=120)
         assert body().splitlines() == report
+
+
+class _AnswersWhileMounting(ReportScreen):
+    """A report whose answer comes while its children are mounted and the screen itself is
+    not yet (is_mounted False): where a quick GPU check (no torch) can answer."""
+
+    def compose(self):
+        yield from super().compose()
+        yield _Answer()
+
+
+class _Answer(Static):
+    def on_mount(self) -> None:
+        self.screen.mounted_then = self.screen.is_mounted
+        self.screen.show("the answer")
+
+
+async def test_a_report_answered_before_its_dialog_is_mounted_shows_the_answer(runs_root):
+    app = make_app(runs_root, gpus=1)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        early = ReportScreen("GPU check", "running torch in a subprocess…")
+        app.push_screen(early)
+        early.show("an early answer")  # not even composed yet
+        await wait_for(pilot, lambda: early.is_mounted)
+        assert str(early.query_one("#body").render()) == "an early answer"
+        early.dismiss()
+        screen = _AnswersWhileMounting("GPU check", "running torch in a subprocess…")
+        await app.push_screen(screen)
+        await wait_for(pilot, lambda: screen.is_mounted)
+        assert screen.mounted_then is False  # the case this test is about
+        assert str(screen.query_one("#body").render()) == "the answer"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
@@ -102,6 +103,11 @@ class ReportScreen(ModalScreen[None]):
             yield Static(self._body, id="body")
 
     def show(self, body: RenderableType) -> None:
+        """Before compose, the body it will show; after, the shown body, also while the
+        screen is composed but not yet mounted (a quick GPU check answers then)."""
         self._body = inert_body(body)
-        if self.is_mounted:
-            self.query_one("#body", Static).update(self._body)
+        try:
+            shown = self.query_one("#body", Static)
+        except NoMatches:  # not composed yet: compose() takes self._body
+            return
+        shown.update(self._body)
