@@ -11,7 +11,6 @@ refresh) and the stretches the signals need:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
@@ -22,6 +21,7 @@ from itertools import islice
 
 from .safeio import read_regular
 from .snapshot import GpuDevice, RunInfo
+from .values import parse_json
 
 IDLE_UTIL = 5.0  # every GPU under this and no run running: idle
 STRAGGLER_WINDOW_S = 60.0
@@ -138,7 +138,7 @@ def read_profile_verdict(run_dir: str) -> str | None:
     if len(raw) > MAX_PROFILE_BYTES:
         return None
     try:
-        data = json.loads(raw)
+        data = parse_json(raw)  # ValueError also for JSON nested too deep
     except ValueError:
         return None
     return parse_profile_summary(data)

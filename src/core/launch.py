@@ -400,7 +400,7 @@ def _record_from(obj: dict) -> LaunchRecord | None:
             died_error=obj.get("died_error") if isinstance(obj.get("died_error"), str) else None,
             died_tail=_strings(obj.get("died_tail")),
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit time
         return None
 
 

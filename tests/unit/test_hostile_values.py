@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from datetime import datetime
 from pathlib import Path
@@ -407,3 +408,35 @@ def test_tiny_price_and_huge_balance_never_overflow() -> None:
     view = cost_once(broke, now)
     assert view.warnings[0].startswith("Balance ran out by the settings: top up")
     cost_to_text(view, broke, now)
+
+
+def test_a_launch_record_with_a_400_digit_time_is_skipped(tmp_path) -> None:
+    """float() of a 400-digit integer raises OverflowError: the record is skipped, the
+    others are read."""
+    from rgpu_tui.core.launch import launches_path, read_launches
+
+    good = {
+        "kind": "launch",
+        "id": "a1",
+        "time": 1_700_000_000.0,
+        "pid": 4321,
+        "project": str(tmp_path),
+        "console_log": str(tmp_path / "c.log"),
+    }
+    path = launches_path(str(tmp_path))
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write(json.dumps({**good, "id": "bad", "time": int("9" * 400)}) + "\n")
+        f.write(json.dumps(good) + "\n")
+    assert [r.id for r in read_launches(str(tmp_path))] == ["a1"]
+
+
+def test_a_profile_summary_nested_too_deep_gives_no_verdict(tmp_path) -> None:
+    from rgpu_tui.core.gpu import read_profile_verdict
+
+    (tmp_path / "profile_summary.json").write_text("[" * 1000 + "]" * 1000)
+    assert read_profile_verdict(str(tmp_path)) is None
+    (tmp_path / "profile_summary.json").write_text('{"bound": "dataloader"}')
+    assert (
+        read_profile_verdict(str(tmp_path)) == "GPU starved — profiler verdict: data-loader bound"
+    )
