@@ -37,7 +37,7 @@ from ..core.launch import LaunchRecord, stop_run
 from ..core.preflight import gpu_preflight, preflight_to_text
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
 from ..core.text import printable
-from . import input_wait, partial
+from . import compat
 from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
 from .refresher import Refresher
 from .screens.cost import CostScreen
@@ -81,9 +81,10 @@ class RgpuApp(App[int]):
         fake_lose: dict[int, float] | None = None,
         settings: Settings | None = None,
     ) -> None:
-        super().__init__()
-        partial.install()  # partial updates start where the change starts
-        input_wait.install()  # the input thread sleeps until there is input
+        # the fast paths on Textual's internals (compat): on when this Textual allows them
+        fast_paths = compat.install()
+        super().__init__(driver_class=compat.driver_class(fast_paths))
+        self.fast_paths = fast_paths
         self.root_arg = root
         self.interval = interval
         self.clock = clock
@@ -123,7 +124,7 @@ class RgpuApp(App[int]):
         self.run_header = RunHeader(id="header")
         self.metrics_pane = MetricsPane(id="metrics")
         self.log_title = LogTitle(id="log-title")
-        self.log_pane = LogPane(self.log_title, id="log")
+        self.log_pane = LogPane(self.log_title, id="log", fast=self.fast_paths.on(compat.LOG))
         yield self.idle_banner
         yield self.gpu_pane
         yield self.cost_strip
