@@ -89,7 +89,9 @@ class RgpuApp(App[int]):
         self.interval = interval
         self.clock = clock
         self.settings = settings or Settings()
-        self.push_queue: PushQueue | None = None  # started on the first push
+        # one queue, one upload at a time: its threads start on the first push
+        self.push_queue = PushQueue(self.settings, self._push_event_from_thread)
+        self._exiting = False  # on_unmount closed the queue
         self._push_progress: dict = {}
         self._stop_screen: ReportScreen | None = None
         self._follow_pid: int | None = None  # a run we launched: select it when it appears
@@ -169,8 +171,8 @@ class RgpuApp(App[int]):
 
     def on_unmount(self) -> None:
         self._refresher.stop(timeout=0)  # no new refreshes; one in flight holds the lock
-        if self.push_queue is not None:
-            self.push_queue.close(timeout=0)  # an upload in flight stops; nothing half-committed
+        self._exiting = True
+        self.push_queue.close(timeout=0)  # an upload in flight stops; nothing half-committed
         with self._lock:  # a refresh in flight finishes first
             self.collector.close()
 
@@ -354,23 +356,27 @@ class RgpuApp(App[int]):
         )
 
     def _submit_push(self, req: PushRequest) -> None:
-        if self.push_queue is None:
-            self.push_queue = PushQueue(self.settings, self._push_event_from_thread)
-        self.push_queue.submit(req)
+        """From the UI thread (a key) or the refresher's (auto-push): the one queue."""
+        try:
+            self.push_queue.submit(req)
+        except RuntimeError:
+            if not self._exiting:
+                raise
+            # closed: the app is exiting and a refresh in flight asked late; nothing starts
 
     def _push_event_from_thread(self, event: PushEvent) -> None:
         self.post_message(PushUpdate(event))  # thread-safe, never blocks the uploader
 
     def on_push_update(self, message: PushUpdate) -> None:
         ev = message.event
-        queued = len(self.push_queue.pending()) if self.push_queue else 0
+        queued = len(self.push_queue.pending())
         req = ev.request
         if ev.kind in ("started", "progress"):
             self.push_bar.show(
                 req.file, req.run_dir, ev.phase, ev.bytes_done, ev.bytes_total, queued
             )
         elif ev.kind == "queued":
-            current = self.push_queue.current() if self.push_queue else None
+            current = self.push_queue.current()
             if current is None:
                 self.push_bar.show(None, None, None, 0, 0, queued)
         elif ev.kind == "finished" and ev.result is not None:
