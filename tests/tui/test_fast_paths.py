@@ -5,8 +5,13 @@ screen is the same, and the status says which are off and why."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import os
+import re
 import sys
+from pathlib import Path
 
 import pytest
 import textual
@@ -15,6 +20,7 @@ from support.waiting import wait_until
 from textual._compositor import ChopsUpdate
 from textual.widgets import Log
 
+import rgpu_tui
 from rgpu_tui import cli
 from rgpu_tui.core.config import Settings
 from rgpu_tui.tui import compat
@@ -198,3 +204,68 @@ def test_the_real_app_in_a_terminal_with_the_fast_paths_on_and_off(runs_root, tm
         assert app.quit() == 0
     finally:
         app.close()
+
+
+# -- every private Textual name is used in src/tui/compat/ only ------------------------------
+
+SRC = Path(rgpu_tui.__file__).parent
+COMPAT = SRC / "tui" / "compat"
+
+
+def outside_compat() -> list[Path]:
+    return [p for p in sorted(SRC.rglob("*.py")) if COMPAT not in p.parents]
+
+
+def test_no_private_textual_module_is_imported_outside_compat():
+    found = []
+    for path in outside_compat():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("textual"):
+                names = [node.module, *(a.name for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.startswith("textual")]
+            else:
+                continue
+            if any(part.startswith("_") for n in names for part in n.split(".")):
+                found.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert found == []
+
+
+def textual_private_names(cls: type) -> set[str]:
+    """The private names of `cls`'s Textual bases: their attributes and methods, and what
+    their methods assign to `self._...` (read from their source)."""
+    names: set[str] = set()
+    for base in cls.__mro__:
+        if base.__module__.split(".")[0] != "textual":
+            continue
+        names |= {n for n in vars(base) if n.startswith("_") and not n.startswith("__")}
+        try:
+            source = inspect.getsource(base)
+        except (OSError, TypeError):
+            continue
+        names |= set(re.findall(r"self\.(_[A-Za-z]\w*)\s*(?::[^=\n]*)?=", source))
+    return names
+
+
+def test_no_class_outside_compat_uses_a_private_name_of_its_textual_bases():
+    """A subclass that overrides, reads or calls its Textual base's private name (Log's
+    `_update_size`, `_lines`, ...) breaks when Textual changes it: that goes in compat."""
+    used: dict[str, set[str]] = {}
+    checked = 0
+    for path in outside_compat():
+        if "tui" not in path.relative_to(SRC).parts:
+            continue
+        name = "rgpu_tui." + ".".join(path.relative_to(SRC).with_suffix("").parts)
+        module = importlib.import_module(name.removesuffix(".__init__"))
+        for cls in vars(module).values():
+            if not isinstance(cls, type) or cls.__module__ != module.__name__:
+                continue
+            private = textual_private_names(cls)
+            if not private:
+                continue
+            checked += 1
+            tokens = set(re.findall(r"\b_[A-Za-z]\w*", inspect.getsource(cls)))
+            if tokens & private:
+                used[f"{name}.{cls.__name__}"] = tokens & private
+    assert used == {}
+    assert checked >= 15  # the app, its panes, screens, messages
