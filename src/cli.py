@@ -693,8 +693,11 @@ def _commands_help() -> str:
 
 
 def version_text() -> str:
-    """`rgpu-tui VERSION (textual VERSION)`: from the installed distributions' metadata."""
+    """`rgpu-tui VERSION (textual VERSION, fast paths on)`: from the installed distributions'
+    metadata, and which of the app's fast paths this Textual allows (probed, not installed)."""
     from importlib.metadata import PackageNotFoundError, version
+
+    from .tui import compat
 
     def installed(dist: str) -> str | None:
         try:
@@ -703,7 +706,8 @@ def version_text() -> str:
             return None
 
     own = installed("rgpu-tui") or "version unknown (not installed as a distribution)"
-    return f"rgpu-tui {own} (textual {installed('textual') or 'not installed'})"
+    textual = installed("textual") or "not installed"
+    return f"rgpu-tui {own} (textual {textual}, {compat.probe().text()})"
 
 
 class _VersionAction(argparse.Action):

@@ -37,7 +37,7 @@ from ..core.launch import LaunchRecord, stop_run
 from ..core.preflight import gpu_preflight, preflight_to_text
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
 from ..core.text import printable
-from . import input_wait, partial
+from . import compat
 from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
 from .refresher import Refresher
 from .screens.cost import CostScreen
@@ -82,14 +82,17 @@ class RgpuApp(App[int]):
         settings: Settings | None = None,
         gpu_replay=None,  # a core.gpu_replay.GpuRecording: replay it instead of NVML
     ) -> None:
-        super().__init__()
-        partial.install()  # partial updates start where the change starts
-        input_wait.install()  # the input thread sleeps until there is input
+        # the fast paths on Textual's internals (compat): on when this Textual allows them
+        fast_paths = compat.install()
+        super().__init__(driver_class=compat.driver_class(fast_paths))
+        self.fast_paths = fast_paths
         self.root_arg = root
         self.interval = interval
         self.clock = clock
         self.settings = settings or Settings()
-        self.push_queue: PushQueue | None = None  # started on the first push
+        # one queue, one upload at a time: its threads start on the first push
+        self.push_queue = PushQueue(self.settings, self._push_event_from_thread)
+        self._exiting = False  # on_unmount closed the queue
         self._push_progress: dict = {}
         self._stop_screen: ReportScreen | None = None
         self._follow_pid: int | None = None  # a run we launched: select it when it appears
@@ -125,7 +128,7 @@ class RgpuApp(App[int]):
         self.run_header = RunHeader(id="header")
         self.metrics_pane = MetricsPane(id="metrics")
         self.log_title = LogTitle(id="log-title")
-        self.log_pane = LogPane(self.log_title, id="log")
+        self.log_pane = LogPane(self.log_title, id="log", fast=self.fast_paths.on(compat.LOG))
         yield self.idle_banner
         yield self.gpu_pane
         yield self.cost_strip
@@ -170,8 +173,8 @@ class RgpuApp(App[int]):
 
     def on_unmount(self) -> None:
         self._refresher.stop(timeout=0)  # no new refreshes; one in flight holds the lock
-        if self.push_queue is not None:
-            self.push_queue.close(timeout=0)  # an upload in flight stops; nothing half-committed
+        self._exiting = True
+        self.push_queue.close(timeout=0)  # an upload in flight stops; nothing half-committed
         with self._lock:  # a refresh in flight finishes first
             self.collector.close()
 
@@ -358,23 +361,27 @@ class RgpuApp(App[int]):
         )
 
     def _submit_push(self, req: PushRequest) -> None:
-        if self.push_queue is None:
-            self.push_queue = PushQueue(self.settings, self._push_event_from_thread)
-        self.push_queue.submit(req)
+        """From the UI thread (a key) or the refresher's (auto-push): the one queue."""
+        try:
+            self.push_queue.submit(req)
+        except RuntimeError:
+            if not self._exiting:
+                raise
+            # closed: the app is exiting and a refresh in flight asked late; nothing starts
 
     def _push_event_from_thread(self, event: PushEvent) -> None:
         self.post_message(PushUpdate(event))  # thread-safe, never blocks the uploader
 
     def on_push_update(self, message: PushUpdate) -> None:
         ev = message.event
-        queued = len(self.push_queue.pending()) if self.push_queue else 0
+        queued = len(self.push_queue.pending())
         req = ev.request
         if ev.kind in ("started", "progress"):
             self.push_bar.show(
                 req.file, req.run_dir, ev.phase, ev.bytes_done, ev.bytes_total, queued
             )
         elif ev.kind == "queued":
-            current = self.push_queue.current() if self.push_queue else None
+            current = self.push_queue.current()
             if current is None:
                 self.push_bar.show(None, None, None, 0, 0, queued)
         elif ev.kind == "finished" and ev.result is not None:

@@ -7,29 +7,15 @@ no byte sequence taken from a run file's control characters."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
+from support.cli_env import RGPU_TUI, clean_env
 from support.fifos import FifoReleaser
 from support.hostile import HOSTILE_NAME, RAW_SEQUENCES, make_hostile_root
 from support.hostile_files import EXPECTED, hostile_root
 from support.pty_app import PtyApp
 from support.waiting import wait_until
-
-RGPU_TUI = Path(sys.executable).parent / "rgpu-tui"
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RGPU_", "HF_", "TEXTUAL", "TMUX", "PYTHONIO"))
-    }
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), LANG="C.UTF-8", TERM="xterm")
-    return env
 
 
 def _after_a_quiet_spell(app: PtyApp, quiet: float = 0.3) -> int:
@@ -47,7 +33,7 @@ def test_the_app_over_every_hostile_case_at_once(tmp_path: Path) -> None:
     make_hostile_root(root)  # escapes, a non-UTF-8 name; the escape-laden run is newest
     os.symlink("/etc/passwd", root / HOSTILE_NAME / "train_config.yaml")
     argv = [str(RGPU_TUI), str(root), "--fake-gpus", "2"]
-    app = PtyApp(argv, _env(tmp_path), cols=120, rows=50)
+    app = PtyApp(argv, clean_env(tmp_path, TERM="xterm"), cols=120, rows=50)
     releaser = FifoReleaser(fifos)  # only if a reader blocks: the test fails, not hangs
     try:
         wait_until(lambda: b"Training complete" in app.output(), "the first frame", 30)

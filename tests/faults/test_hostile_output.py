@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli_env import RGPU_TUI
+from support.cli_env import clean_env as _env
 from support.hostile import (
     BAD_BYTES_NAME,
     ERROR_MESSAGE,
@@ -35,22 +37,6 @@ from support.hostile import (
 from support.pty_app import PtyApp
 from support.tmux import Tmux, tmux_executable
 from support.waiting import wait_until
-
-RGPU_TUI = Path(sys.executable).parent / "rgpu-tui"
-
-
-def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """A private HOME and config; none of the runner's RGPU_*/HF_*/TEXTUAL* settings."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RGPU_", "HF_", "TEXTUAL", "TMUX", "PYTHONIO"))
-    }
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True, exist_ok=True)
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), LANG="C.UTF-8")
-    env.update(extra)
-    return env
 
 
 @pytest.fixture

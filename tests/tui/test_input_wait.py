@@ -1,6 +1,7 @@
-"""The input thread sleeps until there is input (src/tui/input_wait.py): a real Textual app
-in a real pseudo-terminal still gets its keys, a lone ESC after its delay, and quits; and
-its input thread does not wake while nothing is typed."""
+"""The input thread sleeps until there is input (src/tui/compat/input_wait.py: the driver
+class the app passes to `App(driver_class=...)`): a real Textual app in a real
+pseudo-terminal still gets its keys, a lone ESC after its delay, and quits; and its input
+thread does not wake while nothing is typed."""
 
 from __future__ import annotations
 
@@ -15,13 +16,17 @@ import pytest
 from support.waiting import wait_until
 
 CHILD = """
-import sys, threading
+import os, sys, threading
 from textual.app import App
 from textual.widgets import Static
-from rgpu_tui.tui import input_wait
+from rgpu_tui.tui import compat
 
+driver_class = None  # Textual's own
 if sys.argv[2] == "patched":
-    assert input_wait.install()
+    os.environ.pop("RGPU_FAST_PATHS", None)  # the runner's switch is not this test's
+    status = compat.install()
+    assert status.on(compat.INPUT), status.text()
+    driver_class = compat.driver_class(status)
 out = open(sys.argv[1], "a", buffering=1)
 
 
@@ -39,7 +44,7 @@ class KeyApp(App):
             self.exit()
 
 
-KeyApp().run()
+KeyApp(driver_class=driver_class).run()
 out.write("exited\\n")
 """
 

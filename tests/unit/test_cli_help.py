@@ -28,11 +28,21 @@ def _readme_commands() -> list[str]:
     return re.findall(r"^rgpu-tui ([a-z]\S*)", use, flags=re.M)
 
 
-def test_version_prints_both_installed_versions_and_exits_0() -> None:
+def test_version_prints_both_installed_versions_and_exits_0(monkeypatch) -> None:
+    monkeypatch.delenv("RGPU_FAST_PATHS", raising=False)
     proc = rgpu("--version")
     assert proc.returncode == 0, proc.stderr
     own, textual = (importlib.metadata.version(d) for d in ("rgpu-tui", "textual"))
-    assert proc.stdout == f"rgpu-tui {own} (textual {textual})\n"
+    assert proc.stdout == f"rgpu-tui {own} (textual {textual}, fast paths on)\n"
+
+
+def test_version_says_which_fast_paths_are_off_and_why(monkeypatch) -> None:
+    monkeypatch.setenv("RGPU_FAST_PATHS", "0")
+    proc = rgpu("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.endswith(
+        ", fast paths off: partial updates, input thread, log pane (RGPU_FAST_PATHS=0))\n"
+    )
 
 
 def test_version_says_so_when_the_distribution_is_not_installed(monkeypatch) -> None:
@@ -46,7 +56,7 @@ def test_version_says_so_when_the_distribution_is_not_installed(monkeypatch) -> 
     monkeypatch.setattr(importlib.metadata, "version", version)
     text = cli.version_text()
     assert text.startswith("rgpu-tui version unknown (not installed as a distribution) ")
-    assert text.endswith(f"(textual {real('textual')})")
+    assert f"(textual {real('textual')}, fast paths " in text
 
 
 def test_help_names_every_command_of_the_readme_on_one_line_each() -> None:

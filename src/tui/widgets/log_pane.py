@@ -6,16 +6,15 @@ import os
 import re
 import time
 
-from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.dom import DOMNode
 from textual.strip import Strip
 from textual.widgets import Log
 
 from ...core.snapshot import LogView
 from ...core.text import printable
+from .. import compat
 from .lines import LinePane
 
 SHOWN_LINES = 200
@@ -95,16 +94,23 @@ class LogTitle(LinePane):
 class LogPane(Log):
     """Rewritten only when the log view changed (new lines, another run); new lines of
     the same log are shown at most once per LOG_PERIOD (with the app's next refresh),
-    another run's log at once."""
+    another run's log at once.
+
+    `fast` (the app's log fast path, `compat.LOG`): new lines are measured in place
+    (`compat.speed_up_log`), rows come from a small cache or `quick_line`, and the style
+    is kept until the next repaint. Without it the pane is Textual's Log as it is."""
 
     DEFAULT_CSS = """
     LogPane { scrollbar-size: 0 0; }
     """
     _style: Style | None = None  # rich_style until the next repaint
 
-    def __init__(self, title: LogTitle | None = None, **kwargs) -> None:
+    def __init__(self, title: LogTitle | None = None, *, fast: bool = False, **kwargs) -> None:
         super().__init__(max_lines=SHOWN_LINES, auto_scroll=True, **kwargs)
         self.title_row = title
+        self.fast = fast
+        if fast:
+            compat.speed_up_log(self)
         self._view: LogView | None = None  # what the pane shows
         self._latest: LogView | None = None  # the newest view it was given
         self._painted_at = -LOG_PERIOD
@@ -160,23 +166,18 @@ class LogPane(Log):
             # height may change in this same refresh: scroll once the layout is done
             self.call_after_refresh(self._to_end)
 
-    def _update_size(self, updates: int, lines: list[str]) -> None:
-        """Log measures new lines on a thread worker that calls back into the app: a worker,
-        its state messages and two thread hops for each write. Lines here are at most
-        `core.tail.MAX_LOG_LINE` characters and come a few dozen at a time: measured in place."""
-        if lines:
-            width = max(cell_len(self._process_line(line)) for line in lines)
-            self._update_maximum_width(updates, width)
-
     def render_line(self, y: int) -> Strip:
         """A scroll repaints every row, but most rows show a line shown a moment ago one
         row lower: those come from a small cache instead of being rendered again. A new
         plain line renders through `quick_line`, anything else as Log renders it."""
+        if not self.fast:
+            return super().render_line(y)
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
-        if self.text_selection is not None or index >= len(self._lines):
+        lines = self.lines
+        if self.text_selection is not None or index >= len(lines):
             return super().render_line(y)
-        line = self._lines[index]
+        line = lines[index]
         width = self.size.width
         style = self.rich_style
         key = (index, line, scroll_x, width, style)
@@ -195,8 +196,10 @@ class LogPane(Log):
         """Log asks for it once per line it renders, and the answer walks every ancestor's
         styles: kept until the next repaint or style change, where Textual drops its own
         style caches."""
+        if not self.fast:
+            return super().rich_style
         if self._style is None:
-            self._style = DOMNode.rich_style.fget(self)
+            self._style = super().rich_style
         return self._style
 
     def refresh(self, *regions, **kwargs):

@@ -7,21 +7,28 @@ up to the power column, every second, for every GPU. `install()` replaces that m
 with one that also crops the left end: at the exact cell where a run of one-cell
 characters is cut, or at the start of a segment holding wide characters, so a wide
 character is never split. Everything else is Textual's code path unchanged.
+
+The private class is imported by `probe()` and `install()` only, never when this
+module is imported.
 """
 
 from __future__ import annotations
 
-import textual
+import inspect
+from typing import TYPE_CHECKING
+
 from rich.cells import cell_len
 from rich.console import Console
 from rich.control import Control
 from rich.segment import Segment
-from textual._compositor import ChopsUpdate
 from textual.strip import Strip
 
-WRITTEN_FOR = "8.2.8"  # the private API this replaces; other versions keep Textual's own
+if TYPE_CHECKING:
+    from textual._compositor import ChopsUpdate
 
-_original = ChopsUpdate.render_segments
+# what the replacement reads of a ChopsUpdate: its constructor's arguments, kept as attributes
+_FIELDS = ("chops", "spans", "chop_ends")
+_original = None  # Textual's own render_segments while ours is installed
 
 
 def crop_left(strip: Strip, x: int, x1: int) -> tuple[Strip, int]:
@@ -65,13 +72,34 @@ def render_segments(self: ChopsUpdate, console: Console) -> str:
     return "".join(sequences)
 
 
-def install() -> bool:
-    """Use the cropping version; False (Textual's own kept) on another Textual version."""
-    if textual.__version__ != WRITTEN_FOR:
-        return False
+def probe() -> str | None:
+    """None when this Textual has what `install()` replaces and reads; else why not."""
+    from textual._compositor import ChopsUpdate
+
+    if not callable(vars(ChopsUpdate).get("render_segments")):
+        return "textual._compositor.ChopsUpdate.render_segments is missing"
+    params = list(inspect.signature(ChopsUpdate.__init__).parameters)[1:]
+    if params != list(_FIELDS):
+        return f"ChopsUpdate takes ({', '.join(params)}), not ({', '.join(_FIELDS)})"
+    return None
+
+
+def install() -> None:
+    """Use the cropping version (for every app in the process: the compositor's class)."""
+    global _original
+    from textual._compositor import ChopsUpdate
+
+    if _original is None:
+        _original = vars(ChopsUpdate)["render_segments"]
     ChopsUpdate.render_segments = render_segments
-    return True
 
 
 def uninstall() -> None:
+    """Textual's own again (nothing to do when ours was never installed)."""
+    global _original
+    if _original is None:
+        return
+    from textual._compositor import ChopsUpdate
+
     ChopsUpdate.render_segments = _original
+    _original = None

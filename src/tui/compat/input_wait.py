@@ -5,29 +5,27 @@ the app is exiting and whether a lone ESC has waited long enough to be a key. Ea
 is cheap on bare metal, but on the 2-core VM of bench/RESULTS.md ten wakes a second of an
 otherwise idle thread cost 2 ms of CPU a second: a fifth of the app's whole 1% budget.
 
-`install()` replaces `LinuxDriver.run_input_thread` with one that blocks until a key
+`driver_class()` builds a subclass of Textual's `LinuxDriver` that the app hands to
+`App(driver_class=...)` (nothing global is patched). Its input thread blocks until a key
 arrives, until the pending escape sequence's own timeout (`ESCDELAY`, 0.1 s) runs out,
-or until the driver asks it to stop: the driver's `exit_event` becomes an event whose
-`set()` also writes one byte to a pipe the thread waits on. Parsing, decoding and
-dispatch are Textual's own objects, called as Textual calls them.
+or until the driver asks it to stop: the driver's `exit_event` is an event whose `set()`
+also writes one byte to a pipe the thread waits on. Parsing, decoding and dispatch are
+Textual's own objects, called as Textual calls them.
+
+The private names (`textual._xterm_parser`, `textual._time`, the parser's
+`_timeout_time`, the driver's `_debug`) are imported by `probe()` and `driver_class()`
+only, never when this module is imported.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import selectors
 import threading
 from codecs import getincrementaldecoder
-
-import textual
-from textual._time import get_time
-from textual._xterm_parser import XTermParser
-from textual.drivers.linux_driver import LinuxDriver
-
-WRITTEN_FOR = "8.2.8"  # the private API this replaces; other versions keep Textual's own
-
-_original_init = LinuxDriver.__init__
-_original_run = LinuxDriver.run_input_thread
+from collections.abc import Callable
+from typing import Any
 
 
 class WakingEvent(threading.Event):
@@ -58,32 +56,69 @@ class WakingEvent(threading.Event):
                     pass
 
 
-def _init(self: LinuxDriver, *args, **kwargs) -> None:
-    _original_init(self, *args, **kwargs)
-    self.exit_event = WakingEvent()
-
-
-def timeout_of(parser: XTermParser) -> float | None:
+def timeout_of(parser: Any, now: Callable[[], float]) -> float | None:
     """How long the input thread may sleep: until the pending escape sequence times out,
     or until input arrives when nothing is pending."""
     due = parser._timeout_time
-    return None if due is None else max(0.0, due - get_time())
+    return None if due is None else max(0.0, due - now())
 
 
-def run_input_thread(self: LinuxDriver) -> None:
+def probe() -> str | None:
+    """None when this Textual has what the driver subclass overrides and reads; else why
+    not."""
+    if os.name != "posix":
+        return "not a POSIX terminal"
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return "TEXTUAL_DRIVER chooses the driver"
+    from textual._time import get_time  # noqa: F401  (importable)
+    from textual._xterm_parser import XTermParser
+    from textual.drivers.linux_driver import LinuxDriver
+
+    for name in ("run_input_thread", "process_message"):
+        if not callable(getattr(LinuxDriver, name, None)):
+            return f"LinuxDriver.{name} is missing"
+    parser = XTermParser(False)  # builds a parser object, nothing more
+    for name in ("feed", "tick"):
+        if not callable(getattr(parser, name, None)):
+            return f"XTermParser.{name} is missing"
+    if not hasattr(parser, "_timeout_time"):
+        return "XTermParser._timeout_time is missing"
+    return None
+
+
+@functools.cache
+def driver_class() -> type:
+    """Textual's `LinuxDriver` with the sleeping input thread (built once)."""
+    from textual._time import get_time
+    from textual._xterm_parser import XTermParser
+    from textual.drivers.linux_driver import LinuxDriver
+
+    class SleepingInputDriver(LinuxDriver):
+        """LinuxDriver whose input thread sleeps until there is input."""
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.exit_event = WakingEvent()
+
+        def run_input_thread(self) -> None:
+            run_input_thread(self, XTermParser(self._debug), get_time)
+
+    return SleepingInputDriver
+
+
+def run_input_thread(driver: Any, parser: Any, now: Callable[[], float]) -> None:
     """Textual's `LinuxDriver.run_input_thread`, waiting on input, the parser's timeout
     and the exit pipe instead of waking every 0.1 s."""
-    fileno = self.fileno
+    fileno = driver.fileno
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     selector = selectors.SelectSelector()
     selector.register(fileno, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
-    exit_event = self.exit_event
+    exit_event = driver.exit_event
     waking = isinstance(exit_event, WakingEvent)
     if waking:
         exit_event.attach(wake_w)
-    parser = XTermParser(self._debug)
     decode = getincrementaldecoder("utf-8")().decode
 
     def process(events, final: bool = False) -> None:
@@ -95,14 +130,14 @@ def run_input_thread(self: LinuxDriver) -> None:
                 if not data:  # stdin is a pipe that closed
                     break
                 for event in parser.feed(data):
-                    self.process_message(event)
+                    driver.process_message(event)
         for event in parser.tick():
-            self.process_message(event)
+            driver.process_message(event)
 
     try:
         while not exit_event.is_set():
             # without a WakingEvent (another driver set exit_event), poll as Textual does
-            process(selector.select(timeout_of(parser) if waking else 0.1))
+            process(selector.select(timeout_of(parser, now) if waking else 0.1))
         selector.unregister(fileno)
         selector.unregister(wake_r)
         process(selector.select(0.1), final=True)  # Textual's last tick, after 0.1 s
@@ -112,17 +147,3 @@ def run_input_thread(self: LinuxDriver) -> None:
         selector.close()
         os.close(wake_r)
         os.close(wake_w)
-
-
-def install() -> bool:
-    """Use the sleeping input thread; False (Textual's own kept) on another Textual version."""
-    if textual.__version__ != WRITTEN_FOR:
-        return False
-    LinuxDriver.__init__ = _init
-    LinuxDriver.run_input_thread = run_input_thread
-    return True
-
-
-def uninstall() -> None:
-    LinuxDriver.__init__ = _original_init
-    LinuxDriver.run_input_thread = _original_run

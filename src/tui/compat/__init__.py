@@ -1,0 +1,155 @@
+"""Every use of a private Textual name, switched on at run time, or not at all.
+
+The app's fast paths lean on Textual internals of the version they were written for
+(Textual 8.2.8, the pinned one):
+
+- **partial updates** (`partial.py`): an update sent to the terminal starts where the
+  change starts (replaces `textual._compositor.ChopsUpdate.render_segments`);
+- **input thread** (`input_wait.py`): the input thread sleeps until there is input (a
+  `LinuxDriver` subclass passed to `App(driver_class=...)`);
+- **log pane** (`log.py`, and `widgets/log_pane.py`'s row cache): the log measures new
+  lines in place and renders plain lines without Rich Text.
+
+Nothing of Textual is imported when this package is imported (`--version` works without
+a usable Textual): `probe()` imports and checks the names each fast path needs, and
+`install()` switches on those that passed. One that is off (another Textual version, a
+name that moved, an exception while installing, or `RGPU_FAST_PATHS=0`) leaves plain
+Textual in its place: the app works, only slower. `rgpu-tui --version` shows `probe()`'s
+answer.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+
+ENV = "RGPU_FAST_PATHS"  # "0" (or off, no, false): every fast path off
+WRITTEN_FOR = "8.2.8"  # the Textual whose internals the fast paths use
+
+PARTIAL = "partial updates"
+INPUT = "input thread"
+LOG = "log pane"
+
+# name -> its module here; each has probe() -> None, or why the fast path cannot be used
+_MODULES = {PARTIAL: "partial", INPUT: "input_wait", LOG: "log"}
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{_MODULES[name]}")
+
+
+@dataclass(frozen=True)
+class FastPath:
+    name: str
+    on: bool
+    reason: str = ""  # why it is off
+
+
+@dataclass(frozen=True)
+class FastPaths:
+    """Which fast paths are on, and why each one that is off is off."""
+
+    paths: tuple[FastPath, ...]
+
+    def __getitem__(self, name: str) -> FastPath:
+        for path in self.paths:
+            if path.name == name:
+                return path
+        raise KeyError(name)
+
+    def on(self, name: str) -> bool:
+        return self[name].on
+
+    @property
+    def all_on(self) -> bool:
+        return all(p.on for p in self.paths)
+
+    def text(self) -> str:
+        """`fast paths on`, or `fast paths off: NAME, NAME (reason); NAME (reason)`: the
+        ones off, grouped by reason (the rest are on)."""
+        if self.all_on:
+            return "fast paths on"
+        reasons: dict[str, list[str]] = {}
+        for p in self.paths:
+            if not p.on:
+                reasons.setdefault(p.reason, []).append(p.name)
+        groups = [f"{', '.join(names)} ({reason})" for reason, names in reasons.items()]
+        return "fast paths off: " + "; ".join(groups)
+
+
+def switched_off() -> bool:
+    """RGPU_FAST_PATHS says off (0, off, no, false; any case)."""
+    return os.environ.get(ENV, "").strip().lower() in ("0", "off", "no", "false")
+
+
+def _why_not(check: Callable[[], str | None]) -> str | None:
+    try:
+        return check()
+    except Exception as exc:  # a module or name that moved: ImportError, AttributeError...
+        return f"{type(exc).__name__}: {exc}"
+
+
+def probe() -> FastPaths:
+    """Which fast paths this process may use: the switch, Textual's version, and the
+    names each one needs. Imports, never patches."""
+    reason = None
+    if switched_off():
+        reason = f"{ENV}={os.environ[ENV]}"
+    else:
+        try:
+            import textual
+
+            version = textual.__version__
+        except Exception as exc:
+            reason = f"textual not importable: {type(exc).__name__}: {exc}"
+        else:
+            if version != WRITTEN_FOR:
+                reason = f"textual {version} is not {WRITTEN_FOR}"
+    paths = []
+    for name in _MODULES:
+        why = reason or _why_not(lambda name=name: _module(name).probe())
+        paths.append(FastPath(name, why is None, why or ""))
+    return FastPaths(tuple(paths))
+
+
+# name -> what switches it on, for those that need more than the probe
+_INSTALLS: dict[str, Callable[[], object]] = {
+    PARTIAL: lambda: _module(PARTIAL).install(),
+    INPUT: lambda: _module(INPUT).driver_class(),  # built now: a failure turns it off here
+}
+
+
+def install() -> FastPaths:
+    """Switch on the fast paths `probe()` allows; an exception while installing one turns
+    that one off, with the exception as its reason. Those off are Textual's own (the
+    partial-update method an earlier install replaced is put back). Returns what is on."""
+    paths = []
+    for path in probe().paths:
+        if path.on:
+            try:
+                if path.name in _INSTALLS:
+                    _INSTALLS[path.name]()
+            except Exception as exc:
+                path = FastPath(path.name, False, f"install failed: {type(exc).__name__}: {exc}")
+        paths.append(path)
+    status = FastPaths(tuple(paths))
+    installed = sys.modules.get(f"{__name__}.partial")
+    if not status.on(PARTIAL) and installed is not None:
+        installed.uninstall()
+    return status
+
+
+def driver_class(status: FastPaths) -> type | None:
+    """What the app passes to `App(driver_class=...)`: the sleeping-input driver when that
+    fast path is on, else None (Textual chooses its own driver)."""
+    return _module(INPUT).driver_class() if status.on(INPUT) else None
+
+
+def speed_up_log(pane) -> None:
+    """One log pane (a `textual.widgets.Log`) measures its new lines in place; call it
+    only when `status.on(LOG)`."""
+    _module(LOG).speed_up(pane)
