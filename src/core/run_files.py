@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable
 
 from .runpath import fd_outside_run, outside_run
-from .safeio import NotRegularFile, open_regular
+from .safeio import NotRegularFile, open_regular, read_fd
 
 ARTIFACTS = ("status.json", "metrics.jsonl", "results.csv", "summary.json", "train_config.yaml")
 ARTIFACT_MAX_BYTES = 64 * 1024 * 1024
@@ -100,14 +100,7 @@ def _read_fd(fd: int, limit: int) -> bytes | None:
     """The file's bytes; None when it holds more than `limit` (it may grow while read)."""
     if os.fstat(fd).st_size > limit:
         return None
-    parts, left = [], limit + 1
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        parts.append(chunk)
-        left -= len(chunk)
-    data = b"".join(parts)
+    data = read_fd(fd, limit)
     return None if len(data) > limit else data
 
 

@@ -56,19 +56,25 @@ def open_regular(path: str, *, follow_symlinks: bool = True) -> int:
     return fd
 
 
+def read_fd(fd: int, limit: int) -> bytes:
+    """At most `limit` + 1 bytes from the descriptor's current position (one more than
+    `limit` tells the caller the file is larger)."""
+    parts = []
+    left = limit + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
 def read_regular(path: str, limit: int) -> bytes:
     """At most `limit` + 1 bytes of the regular file at `path` (one more than `limit`
     tells the caller the file is larger). Raises OSError as `open_regular`."""
     fd = open_regular(path)
     try:
-        parts = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            parts.append(chunk)
-            left -= len(chunk)
-        return b"".join(parts)
+        return read_fd(fd, limit)
     finally:
         os.close(fd)
