@@ -4,6 +4,10 @@ A deterministic synthetic YOLO dataset (coloured rectangles, 3 classes) is
 written to a work directory and trained from scratch with yolo9-t through the
 same launcher as the app's launch form. The tests use the same generator.
 
+The demo's steps are here too (`launch_demo`, then `wait_without_app` or the
+app, then `after_app_lines`): each says its lines through a `say` callable and
+stops with DemoFailed; the command only prints them and runs the app.
+
 PIL is imported only when a dataset is made: it comes with libreyolo (the
 `train` extra), not with rgpu-tui itself.
 """
@@ -13,10 +17,22 @@ from __future__ import annotations
 import os
 import random
 import tempfile
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .launch import INSTALL_HINT, LaunchRecord, launch, libreyolo_executable, make_spec
+from .doctor import run_doctor
+from .launch import (
+    INSTALL_HINT,
+    LaunchError,
+    LaunchRecord,
+    launch,
+    launch_alive,
+    libreyolo_executable,
+    make_spec,
+)
+from .launch_wait import died_lines, wait_for_run_dir
 
 CLASS_NAMES = ("red", "green", "blue")
 _CLASS_COLOURS = ((220, 40, 40), (40, 200, 60), (50, 70, 230))
@@ -24,6 +40,9 @@ LIGHT_BG = (90, 160)  # the tests' dataset (kept byte-identical)
 DARK_BG = (10, 50)  # the demo's
 
 DEMO_NAME = "demo"
+DEMO_IMGSZ = 128
+NO_APP_WAIT_S = 30.0  # --no-app: how long to wait for the run directory
+SIMULATED_GPUS = 2  # what the app shows where there is no NVIDIA driver
 DEMO_ARGS = (
     "pretrained=False",
     "workers=0",
@@ -132,7 +151,7 @@ def demo_dataset(work_dir: str) -> str:
     root = os.path.join(work_dir, "dataset")
     data_yaml = os.path.join(root, "data.yaml")
     if not os.path.isfile(data_yaml):
-        make_dataset(Path(root), n_train=16, n_val=8, imgsz=128, seed=0, background=DARK_BG)
+        make_dataset(Path(root), n_train=16, n_val=8, imgsz=DEMO_IMGSZ, seed=0, background=DARK_BG)
     return data_yaml
 
 
@@ -148,7 +167,7 @@ def start_demo(work_dir: str, epochs: int = 40, env=None, settings=None) -> Demo
         model="yolo9-t",
         epochs=epochs,
         batch=4,
-        imgsz=128,
+        imgsz=DEMO_IMGSZ,
         device="cpu",
         name=DEMO_NAME,
         extra=DEMO_ARGS,
@@ -158,3 +177,98 @@ def start_demo(work_dir: str, epochs: int = 40, env=None, settings=None) -> Demo
     run_env.setdefault("MPLBACKEND", "Agg")
     record = launch(spec, env=run_env)
     return Demo(work_dir, data_yaml, runs_root, record)
+
+
+# -- the demo's steps (`rgpu-tui demo`) ------------------------------------------------
+
+Say = Callable[[str], None]
+
+
+class DemoFailed(Exception):
+    """The demo cannot go on: `message` (one line; empty when the steps already said why)
+    and `details` (more lines, e.g. the end of the console log)."""
+
+    def __init__(self, message: str = "", details: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = tuple(details)
+
+
+def launch_demo(work_dir: str | None, *, epochs: int, settings, doctor: bool, say: Say) -> Demo:
+    """The demo up to its launch: libreyolo is here, the work directory (default
+    default_demo_dir()), the dataset, `libreyolo doctor` on it (unless doctor=False), the
+    launch. Each step says its lines; DemoFailed when one cannot go on (then nothing runs)."""
+    problem = libreyolo_problem()
+    if problem:
+        raise DemoFailed(problem)
+    work_dir = os.path.abspath(work_dir) if work_dir else default_demo_dir()
+    say(f"demo directory: {work_dir}")
+    try:
+        data_yaml = demo_dataset(work_dir)
+    except OSError as exc:
+        raise DemoFailed(f"cannot write the demo dataset in {work_dir}: {exc}") from None
+    say(f"dataset: {data_yaml} (16 train / 8 val images, {DEMO_IMGSZ} px, 3 classes)")
+    if doctor:
+        say("checking the dataset with libreyolo doctor...")
+        report = run_doctor(data_yaml, DEMO_IMGSZ)
+        say(f"libreyolo doctor: {len(report.errors)} error(s), {len(report.warnings)} warning(s)")
+        for line in report.errors + report.warnings:
+            say(f"  {line}")
+        if not report.ok:
+            raise DemoFailed()
+    try:
+        demo = start_demo(work_dir, epochs=epochs, settings=settings)
+    except LaunchError as exc:
+        raise DemoFailed(str(exc)) from None
+    record = demo.record
+    say(f"started: pid {record.pid}")
+    say(f"command: {record.command}")
+    say(f"console log: {record.console_log}")
+    say(f"runs root: {demo.runs_root}")
+    return demo
+
+
+def wait_without_app(demo: Demo, *, say: Say, seconds: float = NO_APP_WAIT_S) -> None:
+    """`demo --no-app`: wait for the run directory, then say where it is and how to watch
+    it; DemoFailed (with the end of the console log) when the run died."""
+    state = wait_for_run_dir(demo.record, seconds)
+    if state.state == "died":
+        first, *rest = died_lines(state)
+        raise DemoFailed(first, rest)
+    say(f"run directory: {state.run_dir or 'not yet known (still starting)'}")
+    say(f"watch it: rgpu-tui {demo.runs_root}")
+
+
+def app_fake_gpus(choice, *, say: Say) -> int | None:
+    """The simulated GPUs the demo's app shows: the flags' choice (a GpuSourceChoice), or
+    SIMULATED_GPUS when NVML was asked for and there is none here (said)."""
+    if choice.nvml and not nvml_available():
+        say(
+            f"no NVIDIA GPU/driver here: the app shows {SIMULATED_GPUS} simulated GPUs "
+            "(labelled simulated)"
+        )
+        return SIMULATED_GPUS
+    return choice.fake_gpus
+
+
+def nvml_available() -> bool:
+    from .gpu import GpuMonitor
+
+    monitor = GpuMonitor()
+    try:
+        return monitor.sample(time.time(), (), None).available
+    finally:
+        monitor.close()
+
+
+def after_app_lines(demo: Demo) -> list[str]:
+    """What to say when the app closes: the run goes on, and how to stop it."""
+    record = demo.record
+    if not launch_alive(record):
+        return []
+    state = wait_for_run_dir(record, 0)
+    how = f"rgpu-tui stop {state.run_dir}" if state.run_dir else f"kill -INT {record.pid}"
+    return [
+        f"the demo run goes on in the background (pid {record.pid}); stop it with:",
+        f"  {how}",
+    ]

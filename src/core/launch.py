@@ -478,7 +478,7 @@ def launch(
 
     env: the environment of the run (default: this process's); PYTHONUNBUFFERED=1
     is added so the console log is live. The doctor is the caller's business
-    (core.preflight.run_doctor).
+    (core.doctor.run_doctor).
     """
     check_spec(spec, env)
     exe = executable or libreyolo_executable()

@@ -25,6 +25,7 @@ from textual.widgets import Footer, OptionList
 
 from ..core.collect import Collector
 from ..core.config import Settings
+from ..core.gpu_probe import gpu_preflight, preflight_to_text
 from ..core.hub import (
     ARTIFACTS_REQUEST,
     PushEvent,
@@ -34,7 +35,6 @@ from ..core.hub import (
     file_for_arg,
 )
 from ..core.launch import LaunchRecord, stop_run
-from ..core.preflight import gpu_preflight, preflight_to_text
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
 from ..core.text import printable
 from . import compat

@@ -23,7 +23,7 @@ from textual._compositor import ChopsUpdate
 from textual.widgets import Log
 
 import rgpu_tui
-from rgpu_tui import cli
+from rgpu_tui.cli.app import version_text
 from rgpu_tui.core.config import Settings
 from rgpu_tui.tui import compat
 from rgpu_tui.tui.compat import input_wait, partial
@@ -128,7 +128,7 @@ async def test_another_textual_version_gets_plain_textual(runs_root, monkeypatch
     assert (
         compat.probe().text() == f"fast paths off: partial updates, input thread, log pane ({why})"
     )
-    assert cli.version_text().endswith(f"fast paths off: {', '.join(ALL)} ({why}))")
+    assert version_text().endswith(f"fast paths off: {', '.join(ALL)} ({why}))")
     app = make_app(runs_root, settings=Settings(hub_repo="alice/ckpts"))
     assert {p.reason for p in app.fast_paths.paths} == {why}
     async with app.run_test(size=(100, 30)) as pilot:

@@ -1,6 +1,6 @@
 """Numeric flags of the app and the action commands, and the launch's argument messages.
 
-Every numeric flag goes through one validator (rgpu_tui.cli_numbers.number): NaN, the
+Every numeric flag goes through one validator (rgpu_tui.cli.numbers.number): NaN, the
 infinities and values out of the flag's range end the command with exit status 2 and one
 line naming the flag and its range, before anything runs.
 """
@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from rgpu_tui import cli
+from rgpu_tui.cli.app import app_parser
+from rgpu_tui.cli.launch import launch_parser
+from rgpu_tui.cli.push import push_parser
 from rgpu_tui.core.launch import LaunchError, make_spec
 
 BAD_SECONDS = ["nan", "NaN", "inf", "-inf", "-1", "1e400", "ten", ""]
@@ -23,14 +26,14 @@ def nothing_runs(monkeypatch, tmp_path) -> None:
     """A flag let through by mistake must fail the test, not start the app, the GPU probe
     or a demo training."""
     import rgpu_tui.core.demo as demo
-    import rgpu_tui.core.preflight as preflight
+    import rgpu_tui.core.gpu_probe as gpu_probe
     import rgpu_tui.tui.app as app
 
     def refuse(*args, **kwargs):
         raise AssertionError("a bad flag was let through")
 
     monkeypatch.setattr(app, "RgpuApp", refuse)
-    monkeypatch.setattr(preflight, "gpu_preflight", refuse)
+    monkeypatch.setattr(gpu_probe, "gpu_preflight", refuse)
     monkeypatch.setattr(demo, "libreyolo_problem", refuse)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
@@ -73,11 +76,11 @@ def test_demo_epochs_is_a_whole_number_from_1_to_1000(value, capsys) -> None:
 
 
 def test_the_limits_themselves_are_accepted() -> None:
-    assert cli._app_parser().parse_args(["--interval", "0.1"]).interval == 0.1
-    assert cli._app_parser().parse_args(["--interval", "3600"]).interval == 3600
-    push = cli._push_parser().parse_args(["RUN", "--settle", "0", "--timeout", "3600"])
+    assert app_parser().parse_args(["--interval", "0.1"]).interval == 0.1
+    assert app_parser().parse_args(["--interval", "3600"]).interval == 3600
+    push = push_parser().parse_args(["RUN", "--settle", "0", "--timeout", "3600"])
     assert (push.settle, push.timeout) == (0, 3600)
-    assert cli._launch_parser().parse_args(["--wait", "0"]).wait == 0
+    assert launch_parser().parse_args(["--wait", "0"]).wait == 0
 
 
 def test_settle_nan_no_longer_says_keeps_changing(tmp_path: Path, capsys) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rgpu_tui import cli
+from rgpu_tui.cli.app import version_text
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -54,7 +55,7 @@ def test_version_says_so_when_the_distribution_is_not_installed(monkeypatch) -> 
         return real(dist)
 
     monkeypatch.setattr(importlib.metadata, "version", version)
-    text = cli.version_text()
+    text = version_text()
     assert text.startswith("rgpu-tui version unknown (not installed as a distribution) ")
     assert f"(textual {real('textual')}, fast paths " in text
 

@@ -1,4 +1,5 @@
-"""Launching, stopping and the preflights, without training (core.launch, core.preflight).
+"""Launching, stopping and the preflights, without training (core.launch, core.doctor,
+core.gpu_probe).
 
 Real processes stand in for the trainer: small Python children, and a fake
 `libreyolo` script that writes a status.json the way libreyolo does.
@@ -22,6 +23,8 @@ import pytest
 from support.waiting import wait_until
 
 from rgpu_tui.core.config import Settings
+from rgpu_tui.core.doctor import parse_doctor
+from rgpu_tui.core.gpu_probe import parse_probe, preflight_to_text
 from rgpu_tui.core.launch import (
     LaunchError,
     LaunchRecord,
@@ -46,7 +49,6 @@ from rgpu_tui.core.launch import (
     stop_launch,
     stop_run,
 )
-from rgpu_tui.core.preflight import parse_doctor, parse_probe, preflight_to_text
 
 from .helpers import iso_utc
 

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from rgpu_tui.output import InertStream, run_guarded
+from rgpu_tui.cli.output import InertStream, run_guarded
 
 
 def _text_stream(encoding: str) -> tuple[io.BytesIO, io.TextIOWrapper]:

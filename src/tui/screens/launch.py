@@ -14,6 +14,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Static
 
+from ...core.doctor import run_doctor
 from ...core.launch import (
     LaunchError,
     LaunchRecord,
@@ -23,7 +24,6 @@ from ...core.launch import (
     launch,
     make_spec,
 )
-from ...core.preflight import run_doctor
 from ...core.text import printable
 
 FIELDS = (

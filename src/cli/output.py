@@ -24,7 +24,7 @@ import functools
 import os
 import sys
 
-from .core.text import printable
+from ..core.text import printable
 
 
 class InertStream:

@@ -1,16 +1,11 @@
-"""Checks before a launch: `libreyolo doctor` on the dataset, and the GPU preflight.
+"""The GPU preflight: can torch in this environment use every GPU?
 
-The doctor runs as `libreyolo doctor DATA --json --quiet`: exit 0 (maybe with
-warnings), 1 (errors found), 3 (the data.yaml cannot be found or parsed: one
-JSON object with `error` and `message`), 2 (bad usage). Errors block a launch;
-warnings are the user's call.
-
-The GPU preflight runs a small script with this environment's Python in a
-subprocess (a wedged driver cannot hang the app, and a crash is the child's):
-torch's version, whether CUDA is available, each device's name, and one
-2000x2000 matmul per device. A wheel built for other GPU architectures reports
-CUDA available and then fails on the first kernel ("no kernel image is
-available for execution on the device"); the verdict says so plainly.
+It runs a small script with this environment's Python in a subprocess (a
+wedged driver cannot hang the app, and a crash is the child's): torch's
+version, whether CUDA is available, each device's name, and one 2000x2000
+matmul per device. A wheel built for other GPU architectures reports CUDA
+available and then fails on the first kernel ("no kernel image is available
+for execution on the device"); the verdict says so plainly.
 """
 
 from __future__ import annotations
@@ -22,158 +17,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 
-from .launch import INSTALL_EXTRA, INSTALL_HINT, libreyolo_executable
-
-DOCTOR_TIMEOUT_S = 900.0
-PATHS_SHOWN = 3
-
-
-# -- libreyolo doctor ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DoctorReport:
-    ok: bool  # no errors (warnings may remain)
-    errors: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-    output: str = ""  # the report, as text for a screen
-    infos: tuple[str, ...] = ()
-    exit_code: int | None = None
-
-    def to_json(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-
-
-def doctor_argv(data: str, imgsz=None, fast: bool = False, executable: str | None = None):
-    exe = executable or libreyolo_executable() or "libreyolo"
-    argv = [exe, "doctor", data, "--json", "--quiet"]
-    size = _doctor_imgsz(imgsz)
-    if size is not None:
-        argv += ["--imgsz", str(size)]
-    if fast:
-        argv.append("--fast")
-    return argv
-
-
-def _doctor_imgsz(imgsz) -> int | None:
-    """doctor takes one int: the larger side of 480x640."""
-    if imgsz is None:
-        return None
-    try:
-        return max(int(part) for part in str(imgsz).lower().split("x"))
-    except ValueError:
-        return None
-
-
-def run_doctor(
-    data: str,
-    imgsz=None,
-    *,
-    fast: bool = False,
-    timeout: float = DOCTOR_TIMEOUT_S,
-    executable: str | None = None,
-    env=None,
-) -> DoctorReport:
-    """`libreyolo doctor DATA`, parsed. Never raises; problems running it are errors."""
-    exe = executable or libreyolo_executable()
-    if exe is None:
-        return _doctor_failed(f"libreyolo is not installed for {sys.executable}: {INSTALL_HINT}")
-    argv = doctor_argv(data, imgsz, fast, exe)
-    try:
-        proc = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        return _doctor_failed(
-            f"libreyolo doctor did not finish in {timeout:.0f} s (a huge dataset? launch "
-            "without the check, or run `libreyolo doctor --fast` yourself)"
-        )
-    except OSError as exc:
-        return _doctor_failed(f"cannot run libreyolo doctor: {exc.strerror or exc}")
-    return parse_doctor(proc.returncode, proc.stdout, proc.stderr)
-
-
-def _doctor_failed(message: str, exit_code: int | None = None) -> DoctorReport:
-    return DoctorReport(False, (message,), output=message, exit_code=exit_code)
-
-
-def _text(raw) -> str:
-    if isinstance(raw, bytes):
-        return raw.decode("utf-8", errors="replace")
-    return raw or ""
-
-
-def _finding_line(f: dict) -> str:
-    split = f" [{f['split']}]" if f.get("split") else ""
-    line = f"{f.get('check_id') or '?'}{split}: {f.get('message') or ''}".strip()
-    paths = [str(p) for p in f.get("paths") or [] if p]
-    if paths:
-        more = f" (+{len(paths) - PATHS_SHOWN} more)" if len(paths) > PATHS_SHOWN else ""
-        line += " " + ", ".join(paths[:PATHS_SHOWN]) + more
-    return line
-
-
-def parse_doctor(returncode: int, stdout, stderr=b"") -> DoctorReport:
-    """The doctor's JSON (stdout) as a DoctorReport; stderr only when stdout is not JSON."""
-    out, err = _text(stdout), _text(stderr)
-    doc = None
-    for candidate in (out.strip(), out.strip().splitlines()[-1] if out.strip() else ""):
-        try:
-            doc = json.loads(candidate)
-            break
-        except ValueError:
-            continue
-    if not isinstance(doc, dict):
-        tail = " ".join((err.strip() or out.strip()).splitlines()[-3:])[:500]
-        return _doctor_failed(
-            f"libreyolo doctor failed (exit {returncode})" + (f": {tail}" if tail else ""),
-            returncode,
-        )
-    if "findings" not in doc and doc.get("error"):  # exit 3: cannot read the dataset
-        message = " ".join(str(doc.get("message") or doc["error"]).split())
-        suggestion = doc.get("suggestion")
-        if suggestion:
-            message += f" ({suggestion})"
-        return _doctor_failed(f"{doc['error']}: {message}", returncode)
-    by = {"error": [], "warning": [], "info": []}
-    for f in doc.get("findings") or []:
-        if isinstance(f, dict) and f.get("severity") in by:
-            by[f["severity"]].append(_finding_line(f))
-    errors, warnings, infos = by["error"], by["warning"], by["info"]
-    if returncode not in (0, 1) and not errors:
-        errors.append(f"libreyolo doctor exited with status {returncode}")
-    if returncode == 1 and not errors:
-        errors.append("libreyolo doctor reported errors (exit 1) but listed none")
-    lines = [f"libreyolo doctor {doc.get('data') or ''}".rstrip()]
-    stats = doc.get("stats") if isinstance(doc.get("stats"), dict) else {}
-    for split, s in (stats.get("splits") or {}).items():
-        if isinstance(s, dict):
-            lines.append(
-                f"  {split}: {s.get('images', '?')} images, {s.get('instances', '?')} instances"
-            )
-    for title, items, mark in (("ERRORS", errors, "E"), ("WARNINGS", warnings, "W")):
-        if items:
-            lines.append(f"{title} ({len(items)})")
-            lines += [f"  {mark} {item}" for item in items]
-    if infos:
-        lines.append(f"INFO ({len(infos)})")
-        lines += [f"  i {item}" for item in infos]
-    lines.append(f"{len(errors)} error(s), {len(warnings)} warning(s), {len(infos)} info(s).")
-    return DoctorReport(
-        ok=not errors,
-        errors=tuple(errors),
-        warnings=tuple(warnings),
-        output="\n".join(lines),
-        infos=tuple(infos),
-        exit_code=returncode,
-    )
-
-
-# -- GPU preflight ---------------------------------------------------------------------
+from .launch import INSTALL_EXTRA
 
 MATMUL_N = 2000
 PREFLIGHT_TIMEOUT_S = 120.0
@@ -317,6 +161,12 @@ def _first_sentence(error: str | None) -> str | None:
         return None
     text = re.sub(r"^[A-Za-z_.]*(Error|Exception|Warning): ", "", error.strip())
     return re.split(r"(?<=[a-z0-9)])\. ", text, maxsplit=1)[0].rstrip(".")
+
+
+def _text(raw) -> str:
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", errors="replace")
+    return raw or ""
 
 
 def _ms(value) -> float | None:

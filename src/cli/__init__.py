@@ -1,0 +1,42 @@
+"""Command line: `rgpu-tui [PATH]` opens the app; `rgpu-tui COMMAND ...` runs one of the
+sub-commands in COMMANDS (the dispatch in main() and the --help text both read that table).
+
+Argument parsing and printing only; the work is done by core (and the app). One module per
+command group: app (the app, --help, --version), snapshot (snapshot, cost), push, launch
+(launch, stop), preflight, demo; beside them numbers (the numeric-flag validator), gpus (the
+GPU-source flags, --record-gpus), options (the runs root, the settings flags' errors) and
+output (what every command prints passes there).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .app import cmd_app
+from .demo import cmd_demo
+from .launch import cmd_launch, cmd_stop
+from .output import run_guarded
+from .preflight import cmd_preflight
+from .push import cmd_push
+from .snapshot import cmd_cost, cmd_snapshot
+
+# name -> (function, one-line summary); main() dispatches on it and --help lists it
+COMMANDS = {
+    "snapshot": (cmd_snapshot, "print what the app shows, once (--json: the Snapshot)"),
+    "cost": (cmd_cost, "what the machine has cost and will cost; stop or destroy it"),
+    "push": (cmd_push, "push a run's checkpoint and small artifacts to the Hugging Face Hub"),
+    "launch": (cmd_launch, "start `libreyolo train KEY=VALUE...` detached, after doctor"),
+    "stop": (cmd_stop, "stop a run: SIGINT, then SIGTERM, then SIGKILL"),
+    "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),
+    "demo": (cmd_demo, "train yolo9-t for real on the CPU and watch it in the app"),
+    "help": (lambda _argv: cmd_app(["--help"]), "this help (also -h, --help)"),
+}
+
+
+@run_guarded
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in COMMANDS:
+        command, _summary = COMMANDS[argv[0]]
+        return command(argv[1:])
+    return cmd_app(argv)

@@ -1,0 +1,75 @@
+"""`rgpu-tui demo`: train yolo9-t for real on the CPU and watch it in the app. The steps
+(libreyolo here, the dataset, the doctor, the launch, the wait, what to say afterwards) are
+core.demo's; here the arguments are read, the lines printed and the app run."""
+
+from __future__ import annotations
+
+import sys
+
+from ..core.config import add_settings_flags
+from .gpus import add_gpu_source_flags, gpu_source
+from .numbers import OneLineParser, number
+from .options import settings_or_none
+
+DEMO_EPOCHS_RANGE = (1, 1000)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def cmd_demo(argv: list[str]) -> int:
+    p = OneLineParser(
+        prog="rgpu-tui demo",
+        description="Train yolo9-t for real on the CPU on a small synthetic dataset and "
+        "watch it in the app (with simulated GPUs when there is no NVIDIA driver).",
+    )
+    p.add_argument("--dir", default=None, help="work directory (default ~/.cache/rgpu-tui/demo)")
+    p.add_argument(
+        "--epochs",
+        type=number(*DEMO_EPOCHS_RANGE, integer=True, unit="epochs"),
+        default=40,
+        help="epochs to train, 1 to 1000 (default 40)",
+    )
+    p.add_argument("--no-doctor", action="store_true", help="skip `libreyolo doctor`")
+    p.add_argument("--no-app", action="store_true", help="launch and print; do not open the app")
+    add_gpu_source_flags(p)
+    add_settings_flags(p)
+    args = p.parse_args(argv)
+    settings = settings_or_none(args)
+    if settings is None:
+        return 2
+    try:
+        choice = gpu_source(args)  # before anything starts: a bad value starts nothing
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
+    from ..core import demo as steps
+
+    try:
+        demo = steps.launch_demo(
+            args.dir, epochs=args.epochs, settings=settings, doctor=not args.no_doctor, say=_say
+        )
+        if args.no_app:
+            steps.wait_without_app(demo, say=_say)
+            return 0
+    except steps.DemoFailed as exc:
+        if exc.message:
+            print(f"rgpu-tui: {exc.message}", file=sys.stderr)
+        for line in exc.details:
+            print(line, file=sys.stderr)
+        return 1
+    fake_gpus = steps.app_fake_gpus(choice, say=_say)
+    from ..tui.app import RgpuApp
+
+    app = RgpuApp(
+        root=demo.runs_root,
+        fake_gpus=fake_gpus,
+        fake_lose=choice.fake_lose,
+        gpu_replay=choice.replay,
+        settings=settings,
+    )
+    app.run()
+    for line in steps.after_app_lines(demo):
+        print(line)
+    return app.return_code or 0

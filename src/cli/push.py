@@ -1,0 +1,121 @@
+"""`rgpu-tui push RUN_DIR`: push one checkpoint of a run to the Hugging Face Hub (the push
+itself is core.hub.push; SIGTERM and Ctrl-C interrupt it and are recorded)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+
+from ..core.config import add_settings_flags
+from .numbers import OneLineParser, number
+from .options import settings_or_none
+
+PUSH_TIMEOUT_RANGE = (1.0, 3600.0)  # seconds
+PUSH_SETTLE_RANGE = (0.0, 300.0)  # seconds
+
+
+def push_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(
+        prog="rgpu-tui push",
+        description="Push one checkpoint of a run (and its small artifacts) to the Hugging Face "
+        "Hub in one commit. The token comes from HF_TOKEN or `hf auth login`; the repo is "
+        "created private when missing; an unchanged file makes no new commit.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    p.add_argument(
+        "--file",
+        default=None,
+        metavar="best|last|epoch_N|artifacts|PATH",
+        help="what to push (default best, or last when there is no best.pt)",
+    )
+    p.add_argument("--repo", default=None, metavar="ORG/NAME", help="Hub repo (wins over hub_repo)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--force", action="store_true", help="push even if this file was pushed unchanged"
+    )
+    p.add_argument(
+        "--timeout",
+        type=number(*PUSH_TIMEOUT_RANGE),
+        default=60.0,
+        metavar="S",
+        help="seconds to wait for the Hub to answer before giving up, 1 to 3600 (default 60)",
+    )
+    p.add_argument(
+        "--settle",
+        type=number(*PUSH_SETTLE_RANGE),
+        default=2.0,
+        metavar="S",
+        help="seconds the checkpoint must be unchanged before it is copied, 0 to 300 (default 2)",
+    )
+    add_settings_flags(p)
+    return p
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} GB"  # pragma: no cover
+
+
+def cmd_push(argv: list[str]) -> int:
+    args = push_parser().parse_args(argv)
+    if not os.path.isdir(args.run_dir):
+        print(f"rgpu-tui: {args.run_dir}: no such run directory", file=sys.stderr)
+        return 2
+    settings = settings_or_none(args)
+    if settings is None:
+        return 2
+    import dataclasses
+
+    from ..core.hub import Interrupted, PushRequest, file_for_arg, push
+    from ..core.text import printable
+
+    if args.repo:
+        settings = dataclasses.replace(settings, hub_repo=args.repo.strip())
+    run_dir = os.path.abspath(args.run_dir)
+    request = PushRequest(run_dir, file_for_arg(args.file, run_dir))
+
+    def terminated(signum, frame) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the record is being written
+        raise Interrupted("SIGTERM")
+
+    # SIGTERM (kill, a shutting-down machine) interrupts the push like Ctrl-C: the attempt
+    # is recorded as interrupted and the staging copy removed, instead of dying silently
+    in_main = threading.current_thread() is threading.main_thread()  # where signals go
+    previous = signal.signal(signal.SIGTERM, terminated) if in_main else None
+    try:
+        result = push(
+            request, settings, timeout=args.timeout, settle_s=args.settle, force=args.force
+        )
+    except Interrupted:
+        print("rgpu-tui: push interrupted by SIGTERM (recorded)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except KeyboardInterrupt:
+        print("rgpu-tui: push interrupted by SIGINT (recorded)", file=sys.stderr)
+        return 128 + signal.SIGINT
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+    for notice in result.notices:
+        print(f"rgpu-tui: {printable(notice)}", file=sys.stderr)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif result.ok:
+        where = f"{result.repo}/{result.path}"
+        size = f" ({_human_bytes(result.size)})" if result.size is not None else ""
+        if result.skipped_unchanged:
+            line = f"{result.file}{size} is unchanged since it was pushed to {where}"
+        else:
+            line = f"pushed {result.file}{size} to {where}: {result.commit_url}"
+        print(printable(line))
+    if not result.ok:
+        print(f"rgpu-tui: push failed: {printable(result.error)}", file=sys.stderr)
+        return 1
+    return 0
