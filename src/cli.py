@@ -15,6 +15,7 @@ import threading
 import time
 
 from .cli_numbers import OneLineParser, number
+from .cli_pull import cmd_pull
 from .core.config import ConfigError, add_settings_flags, settings_from_args
 from .output import run_guarded
 
@@ -668,6 +669,7 @@ COMMANDS = {
     "snapshot": (cmd_snapshot, "print what the app shows, once (--json: the Snapshot)"),
     "cost": (cmd_cost, "what the machine has cost and will cost; stop or destroy it"),
     "push": (cmd_push, "push a run's checkpoint and small artifacts to the Hugging Face Hub"),
+    "pull": (cmd_pull, "download a run's pushed weights and artifacts back, verified"),
     "launch": (cmd_launch, "start `libreyolo train KEY=VALUE...` detached, after doctor"),
     "stop": (cmd_stop, "stop a run: SIGINT, then SIGTERM, then SIGKILL"),
     "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),
