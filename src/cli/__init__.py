@@ -2,7 +2,7 @@
 sub-commands in COMMANDS (the dispatch in main() and the --help text both read that table).
 
 Argument parsing and printing only; the work is done by core (and the app). One module per
-command group: app (the app, --help, --version), snapshot (snapshot, cost), push, launch
+command group: app (the app, --help, --version), snapshot (snapshot, cost), push, pull, launch
 (launch, stop), preflight, demo; beside them numbers (the numeric-flag validator), gpus (the
 GPU-source flags, --record-gpus), options (the runs root, the settings flags' errors) and
 output (what every command prints passes there).
@@ -17,6 +17,7 @@ from .demo import cmd_demo
 from .launch import cmd_launch, cmd_stop
 from .output import run_guarded
 from .preflight import cmd_preflight
+from .pull import cmd_pull
 from .push import cmd_push
 from .snapshot import cmd_cost, cmd_snapshot
 
@@ -25,6 +26,7 @@ COMMANDS = {
     "snapshot": (cmd_snapshot, "print what the app shows, once (--json: the Snapshot)"),
     "cost": (cmd_cost, "what the machine has cost and will cost; stop or destroy it"),
     "push": (cmd_push, "push a run's checkpoint and small artifacts to the Hugging Face Hub"),
+    "pull": (cmd_pull, "download a run's pushed weights and artifacts back, verified"),
     "launch": (cmd_launch, "start `libreyolo train KEY=VALUE...` detached, after doctor"),
     "stop": (cmd_stop, "stop a run: SIGINT, then SIGTERM, then SIGKILL"),
     "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),

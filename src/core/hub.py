@@ -39,6 +39,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from .hub_client import HubTimeout
+from .hub_client import configure_hub as _configure_hub
+from .hub_client import get_token as _get_token
 from .private import private_dir
 from .records import append_json_line, read_json_lines
 from .run_files import artifacts_digest, checkpoint_problem, metrics_rows, read_artifacts
@@ -119,15 +122,6 @@ class PushEvent:
     bytes_total: int = 0
     phase: str | None = None
     result: PushResult | None = None
-
-
-class HubTimeout(Exception):
-    """The Hub did not answer in time (raised by our HTTP client instead of httpx's
-    timeout, so that huggingface_hub does not retry a stalled server for minutes)."""
-
-    def __init__(self, timeout: float):
-        super().__init__(f"no answer within {timeout:g} s")
-        self.timeout = timeout
 
 
 class _PushFailed(Exception):
@@ -293,49 +287,7 @@ def commit_message(
 
 # -- the HTTP client ------------------------------------------------------------
 
-_CLIENT_LOCK = threading.Lock()
-_CLIENT_TIMEOUT: float | None = None
-
-
-def _make_client(timeout: float):
-    import httpx2
-
-    try:
-        from huggingface_hub.utils._http import hf_request_event_hook
-
-        hooks = {"request": [hf_request_event_hook]}
-    except ImportError:  # pragma: no cover - a different huggingface_hub
-        hooks = {}
-
-    class _HubClient(httpx2.Client):
-        def send(self, request, **kwargs):
-            try:
-                return super().send(request, **kwargs)
-            except httpx2.TimeoutException as exc:
-                raise HubTimeout(timeout) from exc
-
-    return _HubClient(
-        event_hooks=hooks,
-        follow_redirects=True,
-        timeout=httpx2.Timeout(timeout),
-    )
-
-
-def _configure_hub(timeout: float) -> None:
-    """Quiet, LFS-only huggingface_hub with our timeouts (idempotent)."""
-    global _CLIENT_TIMEOUT
-    import huggingface_hub
-    from huggingface_hub import constants
-    from huggingface_hub.utils import disable_progress_bars
-    from huggingface_hub.utils import logging as hf_logging
-
-    constants.HF_HUB_DISABLE_XET = True  # uploads from a file object go through LFS
-    disable_progress_bars()
-    hf_logging.set_verbosity_error()  # retries log warnings to stderr: not on our screen
-    with _CLIENT_LOCK:
-        if _CLIENT_TIMEOUT != timeout:
-            huggingface_hub.set_client_factory(lambda: _make_client(timeout))
-            _CLIENT_TIMEOUT = timeout
+# the client and the token: core.hub_client (shared with core.hub_pull)
 
 
 class _ProgressReader(io.BufferedReader):
@@ -513,15 +465,6 @@ def _iso(ts: float) -> str:
         .isoformat(timespec="seconds")
         .replace("+00:00", "Z")
     )
-
-
-def _get_token() -> str | None:
-    try:
-        from huggingface_hub import get_token
-
-        return get_token()
-    except Exception:
-        return None
 
 
 def push(

@@ -12,6 +12,19 @@ _commit_api.py and lfs.py of the installed package):
     POST /lfs-verify/{ns}/{name}                     {"oid", "size"}
     POST /api/models/{ns}/{name}/commit/{rev}        NDJSON: header, file (base64), lfsFile
 
+and what downloads use (hf_api.py list_repo_tree / get_paths_info, file_download.py
+get_hf_file_metadata / hf_hub_url), {rev} being "main" or a commit oid:
+
+    GET  /api/models/{ns}/{name}/tree/{rev}[/{path}]  entries (?recursive=): type, path, size,
+                                                      oid (git blob sha1), lfs {oid: sha256,
+                                                      size, pointerSize}; 404 EntryNotFound
+    POST /api/models/{ns}/{name}/paths-info/{rev}     form: paths=..., expand=...
+    GET|HEAD /{ns}/{name}/resolve/{rev}/{path}        a regular file: 200, ETag = git sha1;
+                                                      an LFS file: 302 to the "CDN" below with
+                                                      X-Linked-Etag (sha256) and X-Linked-Size
+    GET|HEAD /cdn/{oid}/{path}?sig=...                the LFS object (no auth, presigned), on a
+                                                      second port (`cdn_url`): another origin
+
 Bearer tokens are checked: an unknown token gets 401 "Invalid credentials in
 Authorization header"; a token without write access, or writing outside its
 namespaces, gets 403. What arrived is kept for assertions: repos (private flag,
@@ -19,7 +32,10 @@ commits with their files), LFS objects on disk by oid, every PUT (claimed oid,
 sha256 of the bytes actually received, size), every request line.
 
 Fault knobs: `fail_commits(status, times)`, `stall_put_s`, `stall_commit_s`
-(sleep past the client's timeout before answering; cut short by stop()).
+(sleep past the client's timeout before answering; cut short by stop()),
+`fault_download(path, how)`: the next GET of that repo path's bytes is served wrong
+("flip": one byte changed, same length; "cut": the connection closes half-way;
+"extra": one byte too many), `stall_download_s`.
 Bounded: bodies over `max_body` bytes get 413; the server stops at teardown and
 by itself after `max_lifetime_s`.
 """
@@ -115,14 +131,18 @@ class HubServer:
         self.puts: list[PutRecord] = []
         self.requests: list[tuple[str, str]] = []  # (method, path)
         self.auth_headers: list[str | None] = []
+        self.cdn_auth_headers: list[str | None] = []  # what reached the "CDN": never a token
         self.stall_put_s = 0.0
         self.stall_commit_s = 0.0
+        self.stall_download_s = 0.0
         self._commit_failures: list[int] = []
+        self._download_faults: list[tuple[str, str]] = []  # (repo path, how)
         self._sig = secrets.token_hex(8)
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._cdn_httpd: ThreadingHTTPServer | None = None
+        self._threads: list[threading.Thread] = []
         self._timer: threading.Timer | None = None
 
     # -- life ------------------------------------------------------------------
@@ -133,12 +153,17 @@ class HubServer:
         class Handler(_Handler):
             hub = server
 
+        # the Hub, and the "CDN" LFS downloads are redirected to: another origin, as on the
+        # real Hub (a client drops the Authorization header when it follows the redirect)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._cdn_httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        for httpd in (self._httpd, self._cdn_httpd):
+            httpd.daemon_threads = True
+            thread = threading.Thread(
+                target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
         self._timer = threading.Timer(self.max_lifetime_s, self.stop)
         self._timer.daemon = True
         self._timer.start()
@@ -148,10 +173,12 @@ class HubServer:
         self._stopping.set()
         if self._timer is not None:
             self._timer.cancel()
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
+        servers = (self._httpd, self._cdn_httpd)
+        self._httpd = self._cdn_httpd = None
+        for httpd in servers:
+            if httpd is not None:
+                httpd.shutdown()
+                httpd.server_close()
         with self.lock:  # kept-alive connections would go on being served
             connections = list(self._connections)
         for conn in connections:
@@ -174,11 +201,38 @@ class HubServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
 
+    @property
+    def cdn_url(self) -> str:
+        assert self._cdn_httpd is not None, "not started"
+        host, port = self._cdn_httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
     # -- knobs -----------------------------------------------------------------
 
     def fail_commits(self, status: int = 500, times: int = 1) -> None:
         with self.lock:
             self._commit_failures.extend([status] * times)
+
+    def fault_download(self, path: str, how: str = "flip", times: int = 1) -> None:
+        """Serve the bytes of repo path `path` wrong the next `times` GETs (see the doc)."""
+        assert how in ("flip", "cut", "extra"), how
+        with self.lock:
+            self._download_faults.extend([(path, how)] * times)
+
+    def clear_faults(self) -> None:
+        """Every fault and stall knob back to normal."""
+        with self.lock:
+            self._download_faults.clear()
+            self._commit_failures.clear()
+        self.stall_put_s = self.stall_commit_s = self.stall_download_s = 0.0
+
+    def _take_fault(self, path: str) -> str | None:
+        with self.lock:
+            for i, (fault_path, how) in enumerate(self._download_faults):
+                if fault_path == path:
+                    del self._download_faults[i]
+                    return how
+        return None
 
     def add_token(self, token: str, user: str, orgs: tuple[str, ...] = (), write: bool = True):
         self.tokens[token] = Token(user, tuple(orgs), write)
@@ -253,7 +307,8 @@ class _Handler(BaseHTTPRequestHandler):
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self.end_headers()
-            self.wfile.write(data)
+            if self.command != "HEAD":
+                self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -360,6 +415,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         self._route("PUT")
 
+    def do_HEAD(self) -> None:
+        self._route("HEAD")
+
     def _dispatch(self, method: str, path: str, query: dict) -> None:
         repo = r"(?P<repo>[^/]+/[^/]+?)"
         routes = [
@@ -370,13 +428,24 @@ class _Handler(BaseHTTPRequestHandler):
             ("PUT", rf"/lfs/{repo}/(?P<oid>[0-9a-f]{{64}})", self._lfs_put),
             ("POST", rf"/lfs-verify/{repo}", self._lfs_verify),
             ("POST", rf"/api/models/{repo}/commit/(?P<rev>[^/]+)", self._commit),
+            ("GET", rf"/api/models/{repo}/tree/(?P<rev>[^/]+)(?:/(?P<path>.+))?", self._tree),
+            ("POST", rf"/api/models/{repo}/paths-info/(?P<rev>[^/]+)", self._paths_info),
+            ("GET", rf"/{repo}/resolve/(?P<rev>[^/]+)/(?P<path>.+)", self._resolve),
+            ("HEAD", rf"/{repo}/resolve/(?P<rev>[^/]+)/(?P<path>.+)", self._resolve),
+            ("GET", r"/cdn/(?P<oid>[0-9a-f]{64})/(?P<path>.+)", self._cdn),
+            ("HEAD", r"/cdn/(?P<oid>[0-9a-f]{64})/(?P<path>.+)", self._cdn),
         ]
+        download_routes = (self._tree, self._paths_info, self._resolve, self._cdn)
         for want, pattern, handler in routes:
             m = re.fullmatch(pattern, path)
             if m and want == method:
-                handler(query=query, **{k: v for k, v in m.groupdict().items() if k != "rev"})
+                groups = m.groupdict()
+                if handler not in download_routes:
+                    groups.pop("rev", None)
+                handler(query=query, **groups)
                 return
-        self._body()
+        if method != "HEAD":
+            self._body()
         self._error(404, f"no route for {method} {path}")
 
     # -- endpoints ----------------------------------------------------------
@@ -594,3 +663,198 @@ class _Handler(BaseHTTPRequestHandler):
                 "hookOutput": "",
             },
         )
+
+    # -- downloads ----------------------------------------------------------
+
+    def _repo_for_read(self, repo_id: str) -> Repo | None:
+        """The repo when it exists and the token (or no token, for a public one) may read
+        it; else the error is sent and None."""
+        owner = self._auth()
+        if owner is False:
+            return None
+        with self.hub.lock:
+            found = self.hub.repos.get(repo_id)
+        ns = repo_id.split("/")[0]
+        if found is None or (
+            found.private and not (owner and (ns == owner.user or ns in owner.orgs))
+        ):
+            self._error(404, "Repository not found", "RepoNotFound")
+            return None
+        return found
+
+    def _files_at(self, found: Repo, rev: str) -> tuple[str, dict[str, StoredFile]] | None:
+        """(commit oid, tree) of `rev` ("main" or a commit oid); None after a 404."""
+        with self.hub.lock:
+            commits = list(found.commits)
+        if rev == "main":
+            if not commits:
+                self._error(404, "Revision Not Found", "RevisionNotFound")
+                return None
+            return commits[-1].oid, dict(commits[-1].files)
+        for commit in commits:
+            if commit.oid == rev:
+                return commit.oid, dict(commit.files)
+        self._error(404, f"Invalid rev id: {rev}", "RevisionNotFound")
+        return None
+
+    @staticmethod
+    def _entry(path: str, stored: StoredFile) -> dict:
+        if not stored.lfs:
+            return {
+                "type": "file",
+                "oid": git_blob_sha1(stored.content or b""),
+                "size": stored.size,
+                "path": path,
+            }
+        pointer = _lfs_pointer(stored.sha256, stored.size)
+        return {
+            "type": "file",
+            "oid": git_blob_sha1(pointer),
+            "size": stored.size,
+            "path": path,
+            "lfs": {"oid": stored.sha256, "size": stored.size, "pointerSize": len(pointer)},
+        }
+
+    @staticmethod
+    def _folder(path: str) -> dict:
+        return {"type": "directory", "oid": git_blob_sha1(path.encode()), "size": 0, "path": path}
+
+    def _tree(self, repo, rev, path, query) -> None:
+        found = self._repo_for_read(repo)
+        if found is None:
+            return
+        at = self._files_at(found, rev)
+        if at is None:
+            return
+        _commit, files = at
+        base = (path or "").strip("/")
+        prefix = base + "/" if base else ""
+        recursive = (query.get("recursive") or ["False"])[0].lower() == "true"
+        entries, folders = [], set()
+        for file_path in sorted(files):
+            if not file_path.startswith(prefix):
+                continue
+            rest = file_path[len(prefix) :].split("/")
+            for depth in range(1, len(rest)):
+                if depth > 1 and not recursive:
+                    break
+                folders.add(prefix + "/".join(rest[:depth]))
+            if len(rest) == 1 or recursive:
+                entries.append(self._entry(file_path, files[file_path]))
+        if base and not entries and not folders:
+            self._error(404, f"{base} does not exist on {rev}", "EntryNotFound")
+            return
+        self._send(200, [self._folder(f) for f in sorted(folders)] + entries)
+
+    def _paths_info(self, repo, rev, query) -> None:
+        form = parse_qs(self._body().decode())
+        found = self._repo_for_read(repo)
+        if found is None:
+            return
+        at = self._files_at(found, rev)
+        if at is None:
+            return
+        _commit, files = at
+        out = []
+        for path in form.get("paths", []):
+            path = path.strip("/")
+            if path in files:
+                out.append(self._entry(path, files[path]))
+            elif any(f.startswith(path + "/") for f in files):
+                out.append(self._folder(path))
+        self._send(200, out)
+
+    def _resolve(self, repo, rev, path, query) -> None:
+        found = self._repo_for_read(repo)
+        if found is None:
+            return
+        at = self._files_at(found, rev)
+        if at is None:
+            return
+        commit, files = at
+        stored = files.get(path)
+        if stored is None:
+            self._error(404, "Entry not found", "EntryNotFound")
+            return
+        head = self.command == "HEAD"
+        if stored.lfs:
+            location = f"{self.hub.cdn_url}/cdn/{stored.sha256}/{path}?sig={self.hub._sig}"
+            self._send_bytes(
+                302,
+                b"",
+                {
+                    "Location": location,
+                    "X-Repo-Commit": commit,
+                    "X-Linked-Etag": f'"{stored.sha256}"',
+                    "X-Linked-Size": str(stored.size),
+                    "ETag": f'"{git_blob_sha1(_lfs_pointer(stored.sha256, stored.size))}"',
+                },
+                head=head,
+            )
+            return
+        self._serve(
+            path,
+            stored.content or b"",
+            {"X-Repo-Commit": commit, "ETag": f'"{git_blob_sha1(stored.content or b"")}"'},
+            head=head,
+        )
+
+    def _cdn(self, oid, path, query) -> None:
+        with self.hub.lock:
+            self.hub.cdn_auth_headers.append(self.headers.get("Authorization"))
+        if query.get("sig") != [self.hub._sig]:
+            self._error(403, "bad signature")
+            return
+        try:
+            with open(self.hub.object_path(oid), "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            self._error(404, "no such object")
+            return
+        self._serve(path, data, {"ETag": f'"{oid}"'}, head=self.command == "HEAD")
+
+    def _serve(self, path: str, data: bytes, headers: dict[str, str], head: bool) -> None:
+        """The file's bytes, unless a fault was asked for this path (not on HEAD)."""
+        how = None if head else self.hub._take_fault(path)
+        if self.hub.stall_download_s and not head:
+            self.close_connection = True
+            self.hub.stall(self.hub.stall_download_s)
+            return
+        if how == "flip":
+            at = len(data) // 2
+            data = data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :] if data else b"x"
+        elif how == "extra":
+            data = data + b"\0"
+        elif how == "cut":
+            self.close_connection = True
+            try:
+                self.send_response(200)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
+        self._send_bytes(200, data, headers, head=head)
+
+    def _send_bytes(self, status: int, data: bytes, headers: dict[str, str], head: bool) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            if not head:
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+def _lfs_pointer(sha256: str, size: int) -> bytes:
+    return (
+        f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n"
+    ).encode()
