@@ -9,8 +9,8 @@ import signal
 import sys
 import threading
 
-from ..core.config import ConfigError, settings_from_args
 from .numbers import OneLineParser, number
+from .options import human_bytes, settings_or_none
 
 PULL_TIMEOUT_RANGE = (1.0, 3600.0)
 
@@ -55,23 +55,11 @@ def _pull_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _human_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"  # pragma: no cover
-
-
 def cmd_pull(argv: list[str]) -> int:
     args = _pull_parser().parse_args(argv)
-    try:
-        settings = settings_from_args(args)
-    except ConfigError as exc:
-        print(f"rgpu-tui: {exc}", file=sys.stderr)
+    settings = settings_or_none(args)
+    if settings is None:
         return 2
-    for warning in settings.warnings:
-        print(f"rgpu-tui: warning: {warning}", file=sys.stderr)
     from ..core.hub import Interrupted
     from ..core.hub_pull import ALREADY_HERE, DOWNLOADED, PullArgumentError, pull
     from ..core.text import printable
@@ -80,7 +68,7 @@ def cmd_pull(argv: list[str]) -> int:
 
     def downloading(rel: str, size: int) -> None:  # a big file on a slow link takes a while
         if not args.json:
-            print(f"downloading {rel} ({_human_bytes(size)})...", flush=True)
+            print(f"downloading {rel} ({human_bytes(size)})...", flush=True)
 
     def terminated(signum, frame) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -120,7 +108,7 @@ def cmd_pull(argv: list[str]) -> int:
         for f in result.files:
             sha = f" sha256 {f.sha256[:12]}" if f.sha256 else ""
             if f.outcome == DOWNLOADED:
-                print(printable(f"downloaded {f.rel} ({_human_bytes(f.size or 0)},{sha})"))
+                print(printable(f"downloaded {f.rel} ({human_bytes(f.size or 0)},{sha})"))
             elif f.outcome == ALREADY_HERE:
                 print(printable(f"{f.rel} already here ({sha.strip()})"))
         if result.files and result.revision:

@@ -12,7 +12,7 @@ import threading
 
 from ..core.config import add_settings_flags
 from .numbers import OneLineParser, number
-from .options import settings_or_none
+from .options import human_bytes, settings_or_none
 
 PUSH_TIMEOUT_RANGE = (1.0, 3600.0)  # seconds
 PUSH_SETTLE_RANGE = (0.0, 300.0)  # seconds
@@ -53,14 +53,6 @@ def push_parser() -> argparse.ArgumentParser:
     )
     add_settings_flags(p)
     return p
-
-
-def _human_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"  # pragma: no cover
 
 
 def cmd_push(argv: list[str]) -> int:
@@ -109,7 +101,7 @@ def cmd_push(argv: list[str]) -> int:
         sys.stdout.write("\n")
     elif result.ok:
         where = f"{result.repo}/{result.path}"
-        size = f" ({_human_bytes(result.size)})" if result.size is not None else ""
+        size = f" ({human_bytes(result.size)})" if result.size is not None else ""
         if result.skipped_unchanged:
             line = f"{result.file}{size} is unchanged since it was pushed to {where}"
         else:
