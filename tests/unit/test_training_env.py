@@ -149,6 +149,20 @@ def test_without_libreyolo_anywhere_preflight_says_so_for_its_own_python(apart, 
     assert report["verdict"].startswith(f"torch is not installed for {apart}: ")
 
 
+def test_demo_trains_with_the_libreyolo_on_path(apart, training, tmp_path) -> None:
+    """The demo's dataset needs no PIL, its check no libreyolo module, and its doctor and
+    training run with the training venv's Python (the fake reports which one)."""
+    env = _on_path(tmp_path, f"#!{training}")
+    work = tmp_path / "demo"
+    proc = _rgpu(apart, env, "demo", "--no-app", "--dir", str(work), "--epochs", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "libreyolo doctor: 0 error(s), 1 warning(s)" in lines
+    assert f"  python: {training}" in lines
+    assert f"run directory: {work / 'runs' / 'demo'}" in lines
+    assert len(list((work / "dataset" / "images" / "train").glob("*.png"))) == 16
+
+
 # -- which Python: the forms of a libreyolo script ------------------------------------------
 
 
