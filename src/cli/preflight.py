@@ -13,8 +13,9 @@ PREFLIGHT_TIMEOUT_RANGE = (5.0, 3600.0)  # seconds
 def cmd_preflight(argv: list[str]) -> int:
     p = OneLineParser(
         prog="rgpu-tui preflight",
-        description="Check that torch in this environment can use every GPU: version, "
-        "CUDA availability, and one 2000x2000 matmul per GPU. Exit 1 when it cannot.",
+        description="Check that torch in the training environment (the Python that runs the "
+        "libreyolo on PATH, else this one) can use every GPU: version, CUDA availability, and "
+        "one 2000x2000 matmul per GPU. Exit 1 when it cannot.",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(

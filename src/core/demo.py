@@ -1,21 +1,21 @@
 """`rgpu-tui demo`: a real (tiny, CPU) libreyolo training to watch.
 
-A deterministic synthetic YOLO dataset (coloured rectangles, 3 classes) is
-written to a work directory and trained from scratch with yolo9-t through the
-same launcher as the app's launch form. The tests use the same generator.
+A deterministic synthetic YOLO dataset (core.synthetic_dataset) is written to
+a work directory and trained from scratch with yolo9-t through the same
+launcher as the app's launch form.
 
 The demo's steps are here too (`launch_demo`, then `wait_without_app` or the
 app, then `after_app_lines`): each says its lines through a `say` callable and
 stops with DemoFailed; the command only prints them and runs the app.
 
-PIL is imported only when a dataset is made: it comes with libreyolo (the
-`train` extra), not with rgpu-tui itself.
+Nothing here needs libreyolo's Python: the dataset is written without PIL, and
+libreyolo is the executable a launch starts (on PATH when rgpu-tui is
+installed apart from training).
 """
 
 from __future__ import annotations
 
 import os
-import random
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -33,11 +33,7 @@ from .launch import (
     make_spec,
 )
 from .launch_wait import died_lines, wait_for_run_dir
-
-CLASS_NAMES = ("red", "green", "blue")
-_CLASS_COLOURS = ((220, 40, 40), (40, 200, 60), (50, 70, 230))
-LIGHT_BG = (90, 160)  # the tests' dataset (kept byte-identical)
-DARK_BG = (10, 50)  # the demo's
+from .synthetic_dataset import DARK_BG, make_dataset
 
 DEMO_NAME = "demo"
 DEMO_IMGSZ = 128
@@ -50,67 +46,6 @@ DEMO_ARGS = (
     "eval_interval=1",
     "save_period=5",
 )
-
-
-def _draw_image(rng: random.Random, imgsz: int, background: tuple[int, int]):
-    from PIL import Image, ImageDraw
-
-    bg = tuple(rng.randint(*background) for _ in range(3))
-    img = Image.new("RGB", (imgsz, imgsz), bg)
-    draw = ImageDraw.Draw(img)
-    labels: list[str] = []
-    min_side = max(8, imgsz // 8)
-    max_side = max(min_side + 1, imgsz // 2)
-    for _ in range(rng.randint(1, 3)):
-        cls = rng.randrange(len(CLASS_NAMES))
-        w = rng.randint(min_side, max_side)
-        h = rng.randint(min_side, max_side)
-        x0 = rng.randint(0, imgsz - w)
-        y0 = rng.randint(0, imgsz - h)
-        draw.rectangle((x0, y0, x0 + w - 1, y0 + h - 1), fill=_CLASS_COLOURS[cls])
-        xc = (x0 + w / 2) / imgsz
-        yc = (y0 + h / 2) / imgsz
-        labels.append(f"{cls} {xc:.6f} {yc:.6f} {w / imgsz:.6f} {h / imgsz:.6f}")
-    return img, labels
-
-
-def make_dataset(
-    root: Path | str,
-    n_train: int = 16,
-    n_val: int = 8,
-    imgsz: int = 128,
-    seed: int = 0,
-    *,
-    background: tuple[int, int] = LIGHT_BG,
-) -> Path:
-    """Write a YOLO-format dataset under ``root`` and return the absolute data.yaml path.
-
-    Layout: images/{train,val}/*.png, labels/{train,val}/*.txt, data.yaml.
-    The same arguments always produce byte-identical label files and images.
-    background: the range of each channel of the flat background colour.
-    """
-    root = Path(root).resolve()
-    rng = random.Random(seed)
-    for split, count in (("train", n_train), ("val", n_val)):
-        img_dir = root / "images" / split
-        lbl_dir = root / "labels" / split
-        img_dir.mkdir(parents=True, exist_ok=True)
-        lbl_dir.mkdir(parents=True, exist_ok=True)
-        for i in range(count):
-            img, labels = _draw_image(rng, imgsz, background)
-            stem = f"{split}_{i:04d}"
-            img.save(img_dir / f"{stem}.png")
-            (lbl_dir / f"{stem}.txt").write_text("\n".join(labels) + "\n")
-    names = "\n".join(f"  {i}: {name}" for i, name in enumerate(CLASS_NAMES))
-    data_yaml = root / "data.yaml"
-    text = (
-        f"path: {root}\ntrain: images/train\nval: images/val\nnc: {len(CLASS_NAMES)}\n"
-        f"names:\n{names}\n"
-    )
-    tmp = data_yaml.with_name(f".data.yaml.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, data_yaml)  # written last: its presence means the dataset is whole
-    return data_yaml
 
 
 def default_demo_dir(environ=None) -> str:
@@ -130,10 +65,9 @@ def default_demo_dir(environ=None) -> str:
 
 
 def libreyolo_problem() -> str | None:
-    """Why the demo cannot train here (None: it can)."""
-    import importlib.util
-
-    if importlib.util.find_spec("libreyolo") is None or libreyolo_executable() is None:
+    """Why the demo cannot train here (None: it can): no `libreyolo` to launch, beside this
+    Python or on PATH (this Python need not import it: the launch runs the executable)."""
+    if libreyolo_executable() is None:
         return f"the demo trains with libreyolo, which is not installed: {INSTALL_HINT}"
     return None
 

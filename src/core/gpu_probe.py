@@ -1,7 +1,8 @@
-"""The GPU preflight: can torch in this environment use every GPU?
+"""The GPU preflight: can torch in the training environment use every GPU?
 
-It runs a small script with this environment's Python in a subprocess (a
-wedged driver cannot hang the app, and a crash is the child's): torch's
+It runs a small script in a subprocess with the training environment's
+Python, the one that runs `libreyolo` (core.training_env): a wedged driver
+cannot hang the app, and a crash is the child's. The script reports torch's
 version, whether CUDA is available, each device's name, and one 2000x2000
 matmul per device. A wheel built for other GPU architectures reports CUDA
 available and then fails on the first kernel ("no kernel image is available
@@ -18,6 +19,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 from .launch import INSTALL_EXTRA
+from .training_env import training_python
 
 MATMUL_N = 2000
 PREFLIGHT_TIMEOUT_S = 120.0
@@ -114,8 +116,9 @@ def probe_argv(python: str | None = None) -> list[str]:
 def gpu_preflight(
     timeout: float = PREFLIGHT_TIMEOUT_S, python: str | None = None, env=None
 ) -> PreflightReport:
-    """Run the probe with this environment's Python; never raises."""
-    python = python or sys.executable
+    """Run the probe with `python` (default: the training environment's, which the report
+    names); never raises."""
+    python = python or training_python()
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         msg = f"the GPU check needs a finite timeout above 0 s, got {timeout!r}"
         return PreflightReport(False, None, False, verdict=msg, error=msg, python=python)

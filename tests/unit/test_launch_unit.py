@@ -910,3 +910,39 @@ def test_demo_dataset_is_dark_and_deterministic(tmp_path: Path) -> None:
     corners = [Image.open(p).getpixel((127, 127)) for p in train]
     assert sum(max(c) <= 50 for c in corners) >= len(corners) // 2  # dark backgrounds
     assert train[0].read_bytes() == (again.parent / "images" / "train" / train[0].name).read_bytes()
+
+
+def test_dataset_pngs_show_what_their_labels_say(tmp_path: Path) -> None:
+    """The PNGs are written without PIL (rgpu-tui installed apart from training has none):
+    PIL reads them, and the last box of each label file is painted in its class colour,
+    edge to edge, on the flat background."""
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    from rgpu_tui.core.synthetic_dataset import make_dataset
+
+    colours = [(220, 40, 40), (40, 200, 60), (50, 70, 230)]
+    size = 97
+    data = make_dataset(tmp_path, n_train=6, n_val=2, imgsz=size, seed=3)
+
+    def pixels(label: str) -> tuple[int, int, int, int, int]:
+        """A label line as (class, left, top, right, bottom) in pixels, edges included."""
+        cls, xc, yc, w, h = (float(v) for v in label.split())
+        left, top = round((xc - w / 2) * size), round((yc - h / 2) * size)
+        return int(cls), left, top, left + round(w * size) - 1, top + round(h * size) - 1
+
+    for png in sorted((data.parent / "images").rglob("*.png")):
+        img = Image.open(png)
+        assert (img.format, img.mode, img.size) == ("PNG", "RGB", (size, size))
+        label = data.parent / "labels" / png.parent.name / (png.stem + ".txt")
+        boxes = [pixels(line) for line in label.read_text().splitlines()]
+        cls, left, top, right, bottom = boxes[-1]  # painted last: nothing covers it
+        for corner in ((left, top), (right, bottom), (left, bottom), (right, top)):
+            assert img.getpixel(corner) == colours[cls], (png.name, corner)
+        outside = {
+            img.getpixel((x, y))
+            for x in range(size)
+            for y in range(size)
+            if not any(x0 <= x <= x1 and y0 <= y <= y1 for _c, x0, y0, x1, y1 in boxes)
+        }
+        assert len(outside) == 1 and not outside & set(colours)  # one flat background
