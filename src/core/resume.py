@@ -32,6 +32,7 @@ import os
 import re
 import stat
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -51,6 +52,9 @@ STATUS_MAX_BYTES = 4 * 1024 * 1024
 CONFIG_MAX_BYTES = 1024 * 1024
 HF_TOKEN_MIN = 8  # shorter values are not taken for a token (as core.launch.check_spec)
 _DEVICE = re.compile(r"[A-Za-z0-9:,._-]{1,64}")  # cpu, auto, mps, 0, 0,1,2,3, cuda:0
+# one check-and-start at a time in this process: two quick confirms in the app cannot both
+# pass the "already being resumed" check before either is recorded
+_STARTING = threading.Lock()
 
 
 class ResumeError(ValueError):
@@ -343,9 +347,10 @@ def start_resume(
 ) -> tuple[ResumePlan, LaunchRecord]:
     """Check the run again (plan_resume) and start the resume detached, recorded in
     `<project>/.rgpu/launches.jsonl`; returns at once. Raises ResumeError."""
-    plan = plan_resume(run_dir, data=data, device=device, executable=executable, environ=env)
-    try:
-        record = _launch.start_recorded(plan.argv, plan.project, plan.name, env=env, now=now)
-    except _launch.LaunchError as exc:
-        raise ResumeError(str(exc)) from None
+    with _STARTING:
+        plan = plan_resume(run_dir, data=data, device=device, executable=executable, environ=env)
+        try:
+            record = _launch.start_recorded(plan.argv, plan.project, plan.name, env=env, now=now)
+        except _launch.LaunchError as exc:
+            raise ResumeError(str(exc)) from None
     return plan, record

@@ -349,6 +349,36 @@ def test_resume_starts_detached_and_recorded_like_a_launch(
         plan_resume(str(run))
 
 
+def test_two_resumes_at_once_start_one(
+    project: Path, data_yaml: Path, dead_pid: int, fake_libreyolo: str, tmp_path: Path
+) -> None:
+    """Two confirms in the app at the same moment (two worker threads): one resume starts,
+    the other is refused as already being resumed."""
+    import threading
+
+    run = make_run(project, pid=dead_pid, data=data_yaml, device="cpu")
+    env = {**os.environ, "FAKE_GO": str(tmp_path / "go")}  # never comes: stays starting
+    barrier = threading.Barrier(4)
+    results: list = []
+
+    def attempt() -> None:
+        barrier.wait()
+        try:
+            results.append(start_resume(str(run), env=env)[1].pid)
+        except ResumeError as exc:
+            results.append(str(exc))
+
+    threads = [threading.Thread(target=attempt) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    started = [r for r in results if isinstance(r, int)]
+    assert len(started) == 1, results
+    assert len(read_launches(str(project))) == 1
+    assert all("already being resumed" in r for r in results if isinstance(r, str))
+
+
 # -- the command line ------------------------------------------------------------------------------
 
 
