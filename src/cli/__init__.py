@@ -3,7 +3,7 @@ sub-commands in COMMANDS (the dispatch in main() and the --help text both read t
 
 Argument parsing and printing only; the work is done by core (and the app). One module per
 command group: app (the app, --help, --version), snapshot (snapshot, cost), push, pull, launch
-(launch, stop), preflight, demo; beside them numbers (the numeric-flag validator), gpus (the
+(launch, stop), resume, preflight, demo; beside them numbers (the numeric-flag validator), gpus (the
 GPU-source flags, --record-gpus), options (the runs root, the settings flags' errors) and
 output (what every command prints passes there).
 """
@@ -19,6 +19,7 @@ from .output import run_guarded
 from .preflight import cmd_preflight
 from .pull import cmd_pull
 from .push import cmd_push
+from .resume import cmd_resume
 from .snapshot import cmd_cost, cmd_snapshot
 
 # name -> (function, one-line summary); main() dispatches on it and --help lists it
@@ -29,6 +30,7 @@ COMMANDS = {
     "pull": (cmd_pull, "download a run's pushed weights and artifacts back, verified"),
     "launch": (cmd_launch, "start `libreyolo train KEY=VALUE...` detached, after doctor"),
     "stop": (cmd_stop, "stop a run: SIGINT, then SIGTERM, then SIGKILL"),
+    "resume": (cmd_resume, "continue a DEAD or FAILED run from its last.pt, in its directory"),
     "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),
     "demo": (cmd_demo, "train yolo9-t for real on the CPU and watch it in the app"),
     "help": (lambda _argv: cmd_app(["--help"]), "this help (also -h, --help)"),

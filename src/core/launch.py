@@ -484,19 +484,34 @@ def launch(
     exe = executable or libreyolo_executable()
     if exe is None:
         raise LaunchError(f"libreyolo is not installed for {sys.executable}: {INSTALL_HINT}")
-    argv = build_argv(spec, exe)
+    return start_recorded(build_argv(spec, exe), spec.project, spec.name, env=env, now=now)
+
+
+def start_recorded(
+    argv: Sequence[str],
+    project: str,
+    name: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    now: Callable[[], float] = time.time,
+) -> LaunchRecord:
+    """Start argv detached (spawn_detached), its console log under `<project>/.rgpu/console/`,
+    and record it in `<project>/.rgpu/launches.jsonl` as launch `name`; returns at once.
+    Raises LaunchError. Used by launch() and by core.resume.
+    """
+    argv = list(argv)
     run_env = dict(os.environ if env is None else env)
     run_env.setdefault("PYTHONUNBUFFERED", "1")
     hf = hf_status(run_env)
     started = now()
     try:
-        os.makedirs(spec.project, exist_ok=True)
-        log_fd, console_log = _open_console_log(spec.project, spec.name, started)
+        os.makedirs(project, exist_ok=True)
+        log_fd, console_log = _open_console_log(project, name, started)
     except OSError as exc:
         why = exc.strerror or exc
-        raise LaunchError(f"project: cannot write in {spec.project}: {why}") from None
+        raise LaunchError(f"project: cannot write in {project}: {why}") from None
     launch_id = uuid.uuid4().hex[:12]
-    path = launches_path(spec.project)
+    path = launches_path(project)
 
     def on_exit(rc: int) -> None:
         append_line(path, {"kind": "exit", "id": launch_id, "returncode": rc, "time": time.time()})
@@ -504,7 +519,7 @@ def launch(
     try:
         cwd = os.getcwd()  # relative paths in extra arguments mean what they meant here
     except OSError:  # the launcher's directory was deleted
-        cwd = spec.project
+        cwd = project
     try:
         proc = spawn_detached(argv, log_fd, cwd=cwd, env=run_env, on_exit=on_exit)
     except OSError as exc:
@@ -523,8 +538,8 @@ def launch(
         argv=tuple(argv),
         command=display_command(argv),
         cwd=cwd,
-        project=spec.project,
-        name=spec.name,
+        project=project,
+        name=name,
         console_log=console_log,
         hf_token_set=hf.token_set,
         hf_home=hf.home,

@@ -35,6 +35,7 @@ from ..core.hub import (
     file_for_arg,
 )
 from ..core.launch import LaunchRecord, stop_run
+from ..core.resume import ResumeError, ResumePlan, plan_resume, start_resume
 from ..core.snapshot import Snapshot, fmt_duration, fmt_number
 from ..core.text import printable
 from . import compat
@@ -68,6 +69,7 @@ class RgpuApp(App[int]):
         Binding("P", "push_pick", "Push…", show=False),
         Binding("n", "launch", "New run"),
         Binding("s", "stop", "Stop"),
+        Binding("r", "resume", "Resume", show=False),
         Binding("g", "preflight", "GPU check"),
     ]
 
@@ -498,6 +500,80 @@ class RgpuApp(App[int]):
             self.notify(summary, title="stop failed", severity="error", timeout=20)
         if screen is not None:
             screen.show(summary)
+        self.request_refresh()
+
+    def action_resume(self) -> None:
+        """`r`: resume a DEAD or FAILED run from its last.pt (core.resume), after a confirm
+        dialog with the exact command; the checks and the start run in a thread."""
+        snap = self.snapshot
+        run = snap.selected_run if snap else None
+        if run is None:
+            self.notify("No run selected.", severity="warning")
+            return
+        why = {
+            "running": "is running",
+            "stalled": "is still alive (stalled): stop it first (s)",
+            "starting": "is still starting",
+            "completed": "completed: nothing to resume",
+        }.get(run.state)
+        if why is None and run.state not in ("dead", "failed"):
+            why = "is not DEAD or FAILED: nothing to resume"
+        if why is not None:
+            self.notify(f"{run.name} {why}.", severity="warning")
+            return
+        self._resume_plan_worker(run.run_dir)
+
+    @work(thread=True, exclusive=True, group="resume-plan")
+    def _resume_plan_worker(self, run_dir: str) -> None:
+        try:
+            plan = plan_resume(run_dir)
+        except ResumeError as exc:
+            self._from_thread(self.notify, f"Not resumed: {exc}", severity="error", timeout=15)
+            return
+        self._from_thread(self._confirm_resume, plan)
+
+    def _from_thread(self, callback, *args, **kwargs) -> None:
+        try:
+            self.call_from_thread(callback, *args, **kwargs)
+        except RuntimeError:  # the app is closing: nobody to tell
+            pass
+
+    def _confirm_resume(self, plan: ResumePlan) -> None:
+        body = Text()
+        done = plan.completed_epochs
+        after = f" after epoch {done}" + (f"/{plan.total_epochs}" if plan.total_epochs else "")
+        body.append(
+            f"Resume {printable(plan.name)} ({plan.state.upper()}"
+            f"{after if done is not None else ''}) in its own directory?\n",
+            style="bold",
+        )
+        body.append(printable(plan.command) + "\n")
+        body.append("Detached like a launch: it keeps training when the app quits.")
+        for notice in plan.notices:
+            body.append("\n" + printable(notice))
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._resume_worker(plan.run_dir)
+
+        self.push_screen(ConfirmScreen("resume a run", body, "enter: resume"), answered)
+
+    @work(thread=True, group="resume")
+    def _resume_worker(self, run_dir: str) -> None:
+        try:  # checked again: the run may have changed while the dialog was open
+            plan, record = start_resume(run_dir)
+        except ResumeError as exc:
+            self._from_thread(self.notify, f"Not resumed: {exc}", severity="error", timeout=20)
+            return
+        self._from_thread(self._resumed, plan, record)
+
+    def _resumed(self, plan: ResumePlan, record: LaunchRecord) -> None:
+        self._follow_pid = record.pid
+        self.notify(
+            f"Resumed {plan.name} (pid {record.pid}); console log {record.console_log}",
+            title="resumed",
+            timeout=10,
+        )
         self.request_refresh()
 
     def action_preflight(self) -> None:

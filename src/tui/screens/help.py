@@ -17,6 +17,7 @@ HELP = """\
   p / P      push best.pt / pick a file to push to the Hugging Face Hub
   n          launch a new run (form; ctrl+l launches)
   s          stop the selected run (SIGINT, then SIGTERM, SIGKILL)
+  r          resume a DEAD or FAILED run from its last.pt
   g          GPU check: torch, CUDA and one matmul per GPU
   tab        move focus between panes
   ?          this help (esc closes)
@@ -27,7 +28,7 @@ HELP = """\
   DONE  completed
   FAIL  failed: the error is shown in the header
   DEAD  status.json says running but the process is gone
-        (killed, OOM, machine preempted) — push weights, relaunch
+        (killed, OOM, machine preempted) — push weights, r resumes
   STAL  process alive, no status update for max(3 epochs, 10 min)
   ?     no readable status.json yet
 
