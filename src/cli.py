@@ -672,6 +672,10 @@ COMMANDS = {
     "stop": (cmd_stop, "stop a run: SIGINT, then SIGTERM, then SIGKILL"),
     "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),
     "demo": (cmd_demo, "train yolo9-t for real on the CPU and watch it in the app"),
+    "watch": (
+        lambda argv: __import__("rgpu_tui.cli_watch", fromlist=["_"]).cmd_watch(argv),
+        "watch with no screen: one line per event, and notify_command for it",
+    ),
     "help": (lambda _argv: cmd_app(["--help"]), "this help (also -h, --help)"),
 }
 
