@@ -90,8 +90,9 @@ EVENT_NAMES = (
 )
 # the states a first look reports (bad ones that need someone)
 _FIRST_LOOK_STATES = ("dead", "failed", "stalled")
-# states that say nothing new by themselves: a flicker, a launch before its status.json
-_SILENT_STATES = ("unknown", "starting")
+# a state that says nothing (a status.json being rewritten, unreadable for a moment): kept
+# out of the record, so a flicker through it is no news
+_NO_STATE = "unknown"
 
 
 def clean(text: object, token: str | None = None) -> str:
@@ -108,7 +109,7 @@ def clean(text: object, token: str | None = None) -> str:
 class Event:
     at: float  # epoch seconds
     event: str  # one of EVENT_NAMES
-    run: str | None  # the run directory, or None for the machine
+    run: str | None  # the run directory (a token in it replaced), or None for the machine
     message: str  # one printable line
 
     def to_json(self) -> dict:
@@ -215,7 +216,7 @@ class EventEngine:
             self.dirty = True
         elif rec.pop("gone_at", None) is not None:
             self.dirty = True
-        if run.state not in _SILENT_STATES:
+        if run.state != _NO_STATE:
             if rec["state"] is None:  # its first known state: news only if it is new
                 if first:
                     report = (
@@ -233,7 +234,8 @@ class EventEngine:
                 changed = run.state != rec["state"]
                 recovered = rec["state"] == "stalled" and run.state == "running"
                 report = new_attempt or (changed and not recovered)
-            if report:
+            # "starting" (a launch before its status.json) is no event: run_started follows
+            if report and run.state in RUN_EVENTS:
                 out.append(self._run_event(run, now))
             if (run.state, run.pid) != (rec["state"], rec["pid"]):
                 rec["state"], rec["pid"] = run.state, run.pid
@@ -367,6 +369,8 @@ class EventEngine:
         return self._event(now, name, run, message)
 
     def _event(self, now: float, name: str, run: str | None, text: str) -> Event:
+        if run is not None:  # a path, kept as it is unless it holds a token
+            run = redact(run.replace(self.token, "***") if self.token else run)
         return Event(at=now, event=name, run=run, message=clean(text, self.token))
 
 
@@ -533,7 +537,7 @@ def _run_record(rec) -> dict | None:
     state = rec.get("state")
     pid = rec.get("pid")
     out: dict = {
-        "state": state if state in RUN_EVENTS or state is None else None,
+        "state": state if state in RUN_EVENTS or state == "starting" else None,
         "pid": pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
     }
     gone = _time(rec.get("gone_at"))
