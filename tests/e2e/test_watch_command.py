@@ -121,7 +121,7 @@ class Watch:
 def setup(tmp_path: Path):
     """(root, env, notified file): a private HOME and state folder, notify_command set."""
     root = tmp_path / "runs"
-    root.mkdir()
+    root.mkdir(exist_ok=True)  # (the live_training fixture's project, when it is used)
     notified = tmp_path / "notified.jsonl"
     env = clean_env(tmp_path, XDG_STATE_HOME=str(tmp_path / "state"))
     argv = [sys.executable, "-c", RECORD, str(notified), "{event}", "{run}", "{message}"]
@@ -233,3 +233,32 @@ def test_a_bad_notify_command_is_a_one_line_error(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith("rgpu-tui: RGPU_NOTIFY_COMMAND: notify_command must be an argv")
     assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.training
+@pytest.mark.parametrize("live_training", [30], indirect=True)
+def test_a_real_training_killed_mid_run_is_one_run_dead(
+    live_training, tmp_path: Path, setup, trainers
+) -> None:
+    """A real `libreyolo train` on the CPU, SIGKILLed after its first epoch (status.json
+    keeps saying running): one run_dead, notified once."""
+    t = live_training
+    _root, env, notified = setup
+    watch = Watch(t.project, env)
+    wait_until(lambda: state_files(tmp_path), "the state file", timeout=60, details=watch.details)
+    t.wait_for_epochs(1, 180.0)
+    t.kill()
+    wait_until(lambda: watch.events("run_dead"), "run_dead", timeout=60, details=watch.details)
+    probe = Trainer(t.project / "probe")  # more refreshes go by: the death is told once
+    trainers.append(probe)
+    wait_until(lambda: watch.events("run_started"), "the probe's run_started", timeout=60)
+    wait_until(lambda: notified_events(notified, "run_started"), "its notification")
+    assert watch.stop() == 0
+    [dead] = watch.events("run_dead")
+    assert dead["run"] == str(t.run_dir)
+    assert (
+        "is DEAD at epoch" in dead["message"]
+        and "status.json still says running" in dead["message"]
+    )
+    assert json.loads((t.run_dir / "status.json").read_text())["state"] == "running"
+    assert notified_events(notified, "run_dead") == [["run_dead", dead["run"], dead["message"]]]
