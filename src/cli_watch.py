@@ -231,9 +231,9 @@ def _save(engine, state_file, save_state, last_problem: str | None) -> str | Non
     try:
         save_state(state_file, engine.state())
         return None
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a value JSON cannot hold
         engine.dirty = True
-        problem = f"cannot save its state to {state_file}: {exc.strerror or exc}"
+        problem = f"cannot save its state to {state_file}: {getattr(exc, 'strerror', None) or exc}"
         if problem != last_problem:
             _say(problem + " (a restart may repeat events)")
         return problem

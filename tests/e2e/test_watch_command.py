@@ -262,3 +262,15 @@ def test_a_real_training_killed_mid_run_is_one_run_dead(
     )
     assert json.loads((t.run_dir / "status.json").read_text())["state"] == "running"
     assert notified_events(notified, "run_dead") == [["run_dead", dead["run"], dead["message"]]]
+
+
+def test_a_state_folder_that_cannot_be_made_is_one_line_exit_1(tmp_path: Path) -> None:
+    (tmp_path / "not-a-folder").write_text("")
+    env = clean_env(tmp_path, XDG_STATE_HOME=str(tmp_path / "not-a-folder"))
+    proc = subprocess.run(
+        [str(RGPU_TUI), "watch", str(tmp_path)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith(f"rgpu-tui: cannot keep watch state in {tmp_path}/not-a-folder")
+    assert "set XDG_STATE_HOME to a writable folder" in proc.stderr
+    assert proc.stderr.count("\n") == 1
