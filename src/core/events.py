@@ -194,7 +194,10 @@ class EventEngine:
         present = set()
         for run in snap.runs:
             present.add(run.run_dir)
-            events.extend(self._run(run, now, first))
+            try:
+                events.extend(self._run(run, now, first))
+            except Exception:  # a bug on one odd run must not silence the others
+                continue
         self._forget(present, now)
         if not first or self.first_look:
             events.extend(self._machine(snap, now))
