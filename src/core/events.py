@@ -203,6 +203,8 @@ class EventEngine:
             events.extend(self._machine(snap, now))
         else:
             self._machine(snap, now)  # the app's first look: remembered, not reported
+        if first:
+            self.dirty = True  # the first look is done: saved, whatever it found
         self._seen_until = now
         return events
 

@@ -424,3 +424,14 @@ def test_event_json_shape() -> None:
         "message": event.message,
     }
     assert event.to_text().startswith("2027-01-15T08:00:01+00:00 run_dead exp1 is DEAD")
+
+
+def test_the_first_look_is_kept_even_when_it_found_nothing() -> None:
+    """So a watcher restarted on an empty root does not take its first look again."""
+    engine = EventEngine(pushes=False)
+    engine.observe(snap(NOW))
+    assert engine.dirty
+    again = restarted(engine)
+    assert again.seen_until == NOW
+    # a run that died long ago, copied in later: not news (a first look would say it)
+    assert again.observe(snap(NOW + 1, run(state="dead", activity=NOW - 3600))) == []
