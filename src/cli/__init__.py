@@ -21,6 +21,7 @@ from .pull import cmd_pull
 from .push import cmd_push
 from .resume import cmd_resume
 from .snapshot import cmd_cost, cmd_snapshot
+from .watch import cmd_watch
 
 # name -> (function, one-line summary); main() dispatches on it and --help lists it
 COMMANDS = {
@@ -33,6 +34,7 @@ COMMANDS = {
     "resume": (cmd_resume, "continue a DEAD or FAILED run from its last.pt, in its directory"),
     "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),
     "demo": (cmd_demo, "train yolo9-t for real on the CPU and watch it in the app"),
+    "watch": (cmd_watch, "watch with no screen: one line per event, and notify_command for it"),
     "help": (lambda _argv: cmd_app(["--help"]), "this help (also -h, --help)"),
 }
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import math
 import os
 import re
@@ -184,6 +185,48 @@ def _choice(*allowed: str) -> Callable[[object], str]:
     return parse
 
 
+NOTIFY_MAX_ARGS = 64  # an argv for a notification: curl with a few headers fits easily
+NOTIFY_MAX_ARG_CHARS = 4096
+_ARGV_EXAMPLE = '["curl", "-s", "-d", "{message}", "https://ntfy.sh/TOPIC"]'
+
+
+def _argv(raw) -> tuple[str, ...]:
+    """A command as an argv list (run without a shell): a TOML array of strings, or (from
+    RGPU_NOTIFY_COMMAND) the same as a JSON array. Non-empty, the program not blank, at most
+    NOTIFY_MAX_ARGS arguments of at most NOTIFY_MAX_ARG_CHARS characters, no NUL."""
+    must = f"must be an argv list of strings, e.g. {_ARGV_EXAMPLE} (no shell)"
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise ValueError(must) from None
+    if not isinstance(raw, list) or not all(isinstance(arg, str) for arg in raw):
+        raise ValueError(must)
+    if not raw or not raw[0].strip():
+        raise ValueError(must + "; the first one is the program")
+    if len(raw) > NOTIFY_MAX_ARGS:
+        raise ValueError(f"must have at most {NOTIFY_MAX_ARGS} arguments")
+    for arg in raw:
+        if len(arg) > NOTIFY_MAX_ARG_CHARS:
+            raise ValueError(f"must have arguments of at most {NOTIFY_MAX_ARG_CHARS} characters")
+        if "\0" in arg:
+            raise ValueError("must not hold a NUL character")
+    return tuple(raw)
+
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def _flag(raw) -> bool:
+    """A TOML boolean, or (from the environment) true/false, yes/no, on/off, 1/0."""
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in _TRUE + _FALSE:
+        return raw.strip().lower() in _TRUE
+    raise ValueError("must be true or false")
+
+
 def _setting(
     parse: Callable[[object], object],
     help: str,
@@ -257,6 +300,14 @@ class Settings:
         _within(SIGNAL_DELAY_S, positive=True),
         "seconds after SIGINT before a stop sends SIGKILL",
         default=60.0,
+    )
+    # what `rgpu-tui watch` does with an event (core.events, core.notify)
+    notify_command: tuple[str, ...] | None = _setting(
+        _argv,
+        "argv run for each event by `rgpu-tui watch`; {event} {run} {message} {host} filled in",
+    )
+    notify_new_best: bool = _setting(
+        _flag, "also report each new best epoch of a run (event new_best)", default=False
     )
     # where the values came from: not settings themselves
     config_path: str | None = None  # the file that was read, if one was

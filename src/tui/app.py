@@ -25,6 +25,7 @@ from textual.widgets import Footer, OptionList
 
 from ..core.collect import Collector
 from ..core.config import Settings
+from ..core.events import EventEngine
 from ..core.gpu_probe import gpu_preflight, preflight_to_text
 from ..core.hub import (
     ARTIFACTS_REQUEST,
@@ -53,6 +54,15 @@ from .widgets.push_bar import PushBar
 from .widgets.run_header import RunHeader
 from .widgets.runs_list import RunsList
 
+# the notices of events (core.events); the others are "information"
+EVENT_SEVERITY = {
+    "run_dead": "error",
+    "run_failed": "error",
+    "balance_low": "error",
+    "run_stalled": "warning",
+    "disk_low": "warning",
+    "idle": "warning",
+}
 WIDE_COLUMNS = 140
 SHORT_ROWS = 32  # below this the metrics pane drops its border
 
@@ -107,6 +117,10 @@ class RgpuApp(App[int]):
             log_keep=500,
             settings=settings,
         )
+        # the watcher's events as notices: what changes while the app runs (what it finds at
+        # start is on the screen); in memory only, and no notify_command: that is `watch`'s
+        # (its own pushes the app reports itself, so no push_failed here)
+        self.events = EventEngine(self.settings, first_look=False, pushes=False)
         self.selected: str | None = os.path.abspath(root)  # a run dir given as root
         self.snapshot: Snapshot | None = None
         self.refresh_error: str | None = None
@@ -226,6 +240,9 @@ class RgpuApp(App[int]):
 
     def apply_snapshot(self, snap: Snapshot) -> None:
         self.snapshot = snap
+        for event in self.events.observe(snap):
+            severity = EVENT_SEVERITY.get(event.event, "information")
+            self.notify(event.message, title=event.event, severity=severity, timeout=15)
         if self._follow_pid is not None:
             for r in snap.runs:
                 if r.pid == self._follow_pid:

@@ -131,13 +131,21 @@ def test_file_then_environment_then_flags(
 
 
 TEXT_VALUES = {"hub_repo": "org/name", "hub_path": "x/{file}", "auto_push": "best", "model": "m.pt"}
+# keys whose text in the environment is parsed into another value
+PARSED_VALUES = {
+    "notify_command": ('["x", "{event}"]', ("x", "{event}")),
+    "notify_new_best": ("yes", True),
+}
 
 
 def test_every_key_has_an_environment_variable(tmp_path: Path) -> None:
+    expected = {key: TEXT_VALUES.get(key, 7.0) for key in SETTING_KEYS}
     env = {"RGPU_" + key.upper(): TEXT_VALUES.get(key, "7") for key in SETTING_KEYS}
+    for key, (text, value) in PARSED_VALUES.items():
+        env["RGPU_" + key.upper()], expected[key] = text, value
     s = load(tmp_path, env=env)
     for key in SETTING_KEYS:
-        assert getattr(s, key) == (TEXT_VALUES[key] if key in TEXT_VALUES else 7.0), key
+        assert getattr(s, key) == expected[key], key
         assert s.source(key) == "RGPU_" + key.upper()
 
 

@@ -1,0 +1,226 @@
+"""`rgpu-tui watch [PATH] [--json] [--interval S]`: the app's refresh loop with no screen.
+
+It builds a Snapshot with the same Collector as the app every interval, hands it to the
+event engine (core.events), prints each new event as one line (or one JSON object a line
+with --json, flushed at once) and gives it to notify_command (core.notify). What it has
+reported is kept in the state file (core.event_state) so a restart repeats nothing; one
+watcher per root (a second one exits 1). SIGINT and SIGTERM end it with status 0, after
+the state is saved and queued notifications had up to NOTIFY_DRAIN_S to go out. SIGHUP is
+left as it is (nohup ignores it). Stdout holds only events; what it says about itself
+(where its state is, a refresh that failed, the state file that cannot be written) goes
+to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import sys
+import threading
+import time
+
+from ..core.config import add_settings_flags
+from .app import INTERVAL_RANGE
+from .gpus import add_gpu_source_flags, gpu_source
+from .numbers import OneLineParser, number
+from .options import DEFAULT_ROOT, settings_or_none
+
+DEFAULT_INTERVAL = 2.0  # seconds; a death is told within two refreshes
+SEEN_SAVE_S = 300.0  # the state is saved at least this often (the last-look time)
+NOTIFY_DRAIN_S = 10.0  # on SIGTERM: queued notifications get this long to go out
+
+
+def _parser() -> OneLineParser:
+    p = OneLineParser(
+        prog="rgpu-tui watch",
+        description="Watch PATH with no screen (for nohup, tmux or a systemd user unit): "
+        "print one line per event (run_started, run_done, run_failed, run_dead, "
+        "run_stalled, new_best, idle, disk_low, balance_low, push_failed, notify_failed) "
+        "and run notify_command for it. Each event is told once; a restarted watcher "
+        "repeats nothing. Ends with status 0 on SIGINT or SIGTERM.",
+    )
+    p.add_argument("path", nargs="?", default=DEFAULT_ROOT, help="runs root or one run directory")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object per event: {"at", "event", "run", "message"}',
+    )
+    p.add_argument(
+        "--interval",
+        type=number(*INTERVAL_RANGE),
+        default=DEFAULT_INTERVAL,
+        help=f"seconds between refreshes, 0.1 to 3600 (default {DEFAULT_INTERVAL:g})",
+    )
+    add_gpu_source_flags(p)
+    add_settings_flags(p)
+    return p
+
+
+class _Printer:
+    """Events to stdout, from the loop and from the notifier's thread, one whole line at a
+    time, flushed at once (a `| tee` or a log file sees each as it happens)."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self._lock = threading.Lock()
+
+    def __call__(self, event) -> None:
+        line = json.dumps(event.to_json()) if self.as_json else event.to_text()
+        with self._lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"rgpu-tui watch: {text}\n")
+    sys.stderr.flush()
+
+
+class _Stop:
+    """SIGINT/SIGTERM set a flag and wake the loop's select() through a pipe (the
+    handler does nothing that takes a lock)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        os.set_blocking(self._w, False)
+        self._old = {}
+        self._old_fd = signal.set_wakeup_fd(self._w)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        self.requested = True
+
+    def wait(self, seconds: float) -> None:
+        if self.requested or seconds <= 0:
+            return
+        try:
+            ready, _, _ = select.select([self._r], [], [], seconds)
+        except InterruptedError:  # pragma: no cover (PEP 475 retries)
+            return
+        if ready:
+            try:
+                while os.read(self._r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self._old_fd)
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        os.close(self._r)
+        os.close(self._w)
+
+
+def cmd_watch(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    settings = settings_or_none(args)
+    if settings is None:
+        return 2
+    try:
+        choice = gpu_source(args)
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
+
+    from ..core.collect import Collector
+    from ..core.event_state import WatchLock, load_state, save_state, state_path
+    from ..core.events import EventEngine
+    from ..core.notify import Notifier, hf_token
+
+    root = os.path.abspath(args.path)
+    state_file = state_path(root)
+    lock = WatchLock(state_file)
+    try:
+        busy = lock.acquire()
+    except OSError as exc:
+        print(
+            f"rgpu-tui: cannot keep watch state in {os.path.dirname(state_file)}: "
+            f"{exc.strerror or exc} (set XDG_STATE_HOME to a writable folder)",
+            file=sys.stderr,
+        )
+        return 1
+    if busy:
+        print(f"rgpu-tui: {busy}: {root}", file=sys.stderr)
+        return 1
+
+    printer = _Printer(args.json)
+    stop = _Stop()
+    collector = notifier = None
+    try:
+        state, problem = load_state(state_file)
+        if problem:
+            _say(problem)
+        token = hf_token()
+        engine = EventEngine(settings, state, token=token)
+        if settings.notify_command:
+            notifier = Notifier(settings.notify_command, printer, token=token)
+        collector = Collector(
+            root,
+            fake_gpus=choice.fake_gpus,
+            fake_lose=choice.fake_lose,
+            gpu_replay=choice.replay,
+            interval=args.interval,
+            log_keep=20,
+            settings=settings,
+        )
+        notify = settings.notify_command[0] if settings.notify_command else "off"
+        _say(
+            f"watching {root} every {args.interval:g} s (state {state_file}; "
+            f"notify_command: {notify})"
+        )
+        _loop(collector, engine, notifier, printer, stop, state_file, args.interval, save_state)
+    finally:
+        if notifier is not None:
+            notifier.close(NOTIFY_DRAIN_S)
+        if collector is not None:
+            collector.close()
+        stop.close()
+        lock.release()
+    return 0
+
+
+def _loop(collector, engine, notifier, printer, stop, state_file, interval, save_state) -> None:
+    last_failure = last_save_problem = None
+    saved_at = time.monotonic()
+    while not stop.requested:
+        began = time.monotonic()
+        try:
+            snap = collector.refresh(now=time.time())
+            events = engine.observe(snap)
+        except Exception as exc:  # a reader bug: said once, the loop goes on
+            failure = " ".join(f"{type(exc).__name__}: {exc}".split())
+            if failure != last_failure:
+                _say(f"refresh failed: {failure}")
+            last_failure = failure
+            events = []
+        else:
+            last_failure = None
+        for event in events:
+            printer(event)
+            if notifier is not None:
+                notifier.submit(event)
+        due = time.monotonic() - saved_at >= SEEN_SAVE_S
+        if engine.dirty or due:
+            last_save_problem = _save(engine, state_file, save_state, last_save_problem)
+            saved_at = time.monotonic()
+        stop.wait(interval - (time.monotonic() - began))
+    _save(engine, state_file, save_state, last_save_problem)  # the last look's time too
+
+
+def _save(engine, state_file, save_state, last_problem: str | None) -> str | None:
+    """Save the engine's state; a failure is said once (and the state stays dirty)."""
+    try:
+        save_state(state_file, engine.state())
+        return None
+    except (OSError, ValueError) as exc:  # ValueError: a value JSON cannot hold
+        engine.dirty = True
+        problem = f"cannot save its state to {state_file}: {getattr(exc, 'strerror', None) or exc}"
+        if problem != last_problem:
+            _say(problem + " (a restart may repeat events)")
+        return problem
