@@ -22,6 +22,7 @@ from .runpath import outside_run
 
 EPOCH_FILE_RE = re.compile(r"epoch_(\d+)\.pt")
 MAX_LISTED = 500  # a weights folder with more .pt files lists best, last and the newest
+STABLE_S = 60.0  # a checkpoint unchanged this long is stat'ed again when weights/ changes
 
 
 @dataclass(frozen=True)
@@ -97,13 +98,28 @@ def default_checkpoint(checkpoints: Iterable[Checkpoint]) -> str:
     return "last.pt" if "best.pt" not in there and "last.pt" in there else "best.pt"
 
 
+class _Entry:
+    """What the lister knows of one listed file."""
+
+    __slots__ = ("path", "sig", "mtime", "built", "built_for")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.sig: tuple | None = None  # of its stat; None: not stat'ed, or missing
+        self.mtime = 0.0
+        self.built: Checkpoint | None = None
+        self.built_for: tuple | None = None  # (sig, rows_key, target)
+
+
 class CheckpointLister:
     """One run's checkpoints, for the refresh of the selected run.
 
-    weights/ is listed again only when its inode or mtime changes; each listed file is
-    stat'ed on every call (libreyolo rewrites best.pt in place, and a new epoch_N.pt
-    grows after it appears) and checked for pushing (inside the run, a regular file)
-    again only when its stat or its link changes."""
+    weights/ is listed again only when its inode or mtime changes, and then every file is
+    stat'ed again; between listings, best.pt and last.pt (libreyolo rewrites them in
+    place) and any file changed in the last STABLE_S seconds (a new epoch_N.pt still
+    being written) are stat'ed on every call, the others not. A file is checked for
+    pushing (inside the run, a regular file), and its Checkpoint built, again only when
+    its stat, the rows or its target changed."""
 
     def __init__(self, run_dir: str) -> None:
         self.run_dir = os.path.abspath(run_dir)
@@ -111,16 +127,19 @@ class CheckpointLister:
         self._key: tuple | None = None
         self._names: tuple[str, ...] = ()
         self.not_listed = 0  # .pt files left out beyond MAX_LISTED
-        self._problems: dict[str, tuple[tuple, str | None]] = {}
+        self._entries: dict[str, _Entry] = {}
+        self._targets: dict[tuple, PushTarget] = {}
+        self._last: tuple[Checkpoint, ...] = ()
 
-    def _list(self) -> None:
+    def _list(self) -> bool:
+        """List weights/ again if it changed; True when it did."""
         try:
             st = os.stat(self.weights)
             key = (st.st_ino, st.st_mtime_ns)
         except OSError:
             key = None
         if key == self._key:
-            return
+            return False
         self._key = key
         try:
             names = [n for n in os.listdir(self.weights) if n.endswith(".pt")] if key else []
@@ -135,46 +154,70 @@ class CheckpointLister:
         else:
             self.not_listed = 0
         self._names = tuple(names)
-        self._problems = {n: p for n, p in self._problems.items() if n in names}
+        self._entries = {
+            n: self._entries.get(n) or _Entry(os.path.join(self.weights, n)) for n in names
+        }
+        return True
 
-    def _problem(self, name: str, path: str, st: os.stat_result) -> str | None:
-        try:
-            link = os.lstat(path)
-            sig = (st.st_ino, st.st_dev, st.st_mode, link.st_ino, link.st_mtime_ns)
-        except OSError:
-            sig = (st.st_ino, st.st_dev, st.st_mode)
-        cached = self._problems.get(name)
-        if cached is not None and cached[0] == sig:
-            return cached[1]
-        problem = checkpoint_problem(self.run_dir, path, name)
-        self._problems[name] = (sig, problem)
-        return problem
+    def target(self, settings, name: str) -> PushTarget:
+        """push_target for `name` (ARTIFACTS_REQUEST: the artifacts), kept per setting."""
+        key = (name, getattr(settings, "hub_repo", None), settings.hub_path)
+        got = self._targets.get(key)
+        if got is None:
+            if len(self._targets) > 2 * MAX_LISTED:
+                self._targets.clear()
+            got = self._targets[key] = push_target(settings, self.run_dir, name)
+        return got
 
-    def checkpoints(self, rows: CheckpointRows, settings) -> tuple[Checkpoint, ...]:
-        """The listed checkpoints, ordered (order_key), with what `rows` says of each."""
-        self._list()
+    def checkpoints(
+        self, rows: CheckpointRows, settings, *, rows_key=None, now: float | None = None
+    ) -> tuple[Checkpoint, ...]:
+        """The listed checkpoints, ordered (order_key), with what `rows` says of each.
+        rows_key: changes whenever `rows` may have (None: they are read every call); now:
+        the clock, for STABLE_S (None: every file is stat'ed)."""
+        relisted = self._list()
+        rows_key = object() if rows_key is None else rows_key
         out = []
+        changed = relisted
         for name in self._names:
-            path = os.path.join(self.weights, name)
-            try:
-                st = os.stat(path)
-            except OSError:
-                st = None
-            epoch, metric_name, metric = epoch_metric(name, rows)
-            out.append(
-                Checkpoint(
-                    name=name,
-                    path=path,
-                    exists=st is not None,
-                    size=st.st_size if st is not None else None,
-                    epoch=epoch,
-                    metric_name=metric_name,
-                    metric=metric,
-                    problem=self._problem(name, path, st) if st is not None else None,
-                    target=push_target(settings, self.run_dir, name),
-                )
-            )
-        return tuple(out)
+            e = self._entries[name]
+            if (
+                relisted
+                or e.sig is None
+                or now is None
+                or name in ("best.pt", "last.pt")
+                or now - e.mtime < STABLE_S
+            ):
+                try:
+                    st = os.stat(e.path)
+                    e.sig = (st.st_ino, st.st_dev, st.st_mode, st.st_size, st.st_mtime_ns)
+                    e.mtime = st.st_mtime
+                except OSError:
+                    e.sig = None
+            target = self.target(settings, name)
+            built_for = (e.sig, rows_key, target)
+            if e.built is None or e.built_for != built_for:
+                e.built, e.built_for = self._build(name, e, rows, target), built_for
+                changed = True
+            out.append(e.built)
+        if changed:
+            self._last = tuple(out)
+        return self._last
+
+    def _build(self, name: str, e: _Entry, rows: CheckpointRows, target) -> Checkpoint:
+        epoch, metric_name, metric = epoch_metric(name, rows)
+        exists = e.sig is not None
+        return Checkpoint(
+            name=name,
+            path=e.path,
+            exists=exists,
+            size=e.sig[3] if exists else None,
+            epoch=epoch,
+            metric_name=metric_name,
+            metric=metric,
+            problem=checkpoint_problem(self.run_dir, e.path, name) if exists else None,
+            target=target,
+        )
 
 
 def artifacts_target(settings, run_dir: str) -> PushTarget:

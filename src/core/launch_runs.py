@@ -12,6 +12,7 @@ writes nothing: the refresh calls it every time (core.watch). `find_run_dir` and
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -59,16 +60,24 @@ def _under(runs: Iterable[RunOnDisk], project: str) -> list[RunOnDisk]:
     ]
 
 
-def _family(here: list[RunOnDisk], name: str | None) -> list[RunOnDisk]:
+@functools.lru_cache(maxsize=256)
+def _pattern(name: str) -> re.Pattern:
+    return re.compile(re.escape(name) + r"(\d*)")
+
+
+def _rank(name: str | None, run: RunOnDisk) -> tuple | None:
+    """Where run comes in NAME's family (NAME, NAME2, NAME3...); None: not of it."""
     if not name:
-        return sorted(here, key=lambda r: r.run_dir)
-    family = re.compile(re.escape(name) + r"(\d*)")
-    found = []
-    for run in here:
-        m = family.fullmatch(os.path.basename(run.run_dir))
-        if m and (not m.group(1) or int(m.group(1)) >= 2):
-            found.append((int(m.group(1) or 1), run.run_dir, run))
-    return [run for _, _, run in sorted(found, key=lambda t: t[:2])]
+        return (0, run.run_dir)
+    m = _pattern(name).fullmatch(os.path.basename(run.run_dir))
+    if m and (not m.group(1) or int(m.group(1)) >= 2):
+        return (int(m.group(1) or 1), run.run_dir)
+    return None
+
+
+def _family(here: list[RunOnDisk], name: str | None) -> list[RunOnDisk]:
+    ranked = [(rank, run) for run in here if (rank := _rank(name, run)) is not None]
+    return [run for _, run in sorted(ranked, key=lambda t: t[0])]
 
 
 def descends_from(pid: int, ancestor: int) -> bool:
@@ -98,8 +107,9 @@ def _pick(
     pid: int,
     family: list[RunOnDisk],
     started_after: float | None,
-    descends: Callable[[int, int], bool],
+    descends: Callable[[int, int], bool] | None = None,
 ) -> str | None:
+    """pick_run_dir over the family; descends None: by pid only."""
     found = []
     for run in family:
         if started_after is not None and run.started_at is not None:
@@ -110,7 +120,7 @@ def _pick(
         if run.pid == pid:
             return run.run_dir
         found.append(run)
-    for run in found:
+    for run in found if descends is not None else ():
         if descends(run.pid, pid):
             return run.run_dir
     return None
@@ -133,7 +143,9 @@ def match_launches(
     launch took that started after it (the slack as above), before the next launch of
     the same name, and, when the launcher recorded the exit, before that exit.
     `alive(record)` says whether the launched process still runs (default: by pid and
-    recorded start time); it is asked only of launches nothing matched."""
+    recorded start time); it is asked at most once a call, only of launches no recorded
+    run directory or pid matched and whose exit is not recorded, and descendants are
+    looked for only under a running one."""
     here = _under(runs, project)
     families: dict[str, list[RunOnDisk]] = {}
 
@@ -143,19 +155,38 @@ def match_launches(
         return families[name]
 
     alive = alive or launch_alive
+    known: dict[str, bool] = {}
+
+    def running(record: LaunchRecord) -> bool:
+        if record.returncode is not None or record.died_error:
+            return False
+        if record.id not in known:
+            known[record.id] = alive(record)
+        return known[record.id]
+
+    by_pid: dict[int, list[RunOnDisk]] = {}
+    for run in here:
+        if run.pid is not None:
+            by_pid.setdefault(run.pid, []).append(run)
     out: dict[str, str] = {}
     for record in records:
         if record.run_dir:
             out[record.id] = record.run_dir
     for record in records:
-        if record.id not in out:
+        if record.id in out:
+            continue
+        # _pick's first pass, by pid: the common case, without scanning the family
+        exact = _pick(record.pid, _family(by_pid.get(record.pid, []), record.name), record.time)
+        if exact is not None:
+            out[record.id] = exact
+        elif running(record):  # only a running process has live descendants
             got = _pick(record.pid, family(record.name), record.time, descends)
             if got is not None:
                 out[record.id] = got
     taken = set(out.values())
     ordered = sorted(records, key=lambda r: r.time)
     for i, record in enumerate(ordered):
-        if record.id in out or record.died_error or record.returncode is None and alive(record):
+        if record.id in out or record.died_error or running(record):
             continue
         later = [r.time for r in ordered[i + 1 :] if r.name == record.name]
         until = min(later, default=math.inf) - PID_REUSE_SLACK_S

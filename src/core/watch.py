@@ -19,8 +19,9 @@ from stat import S_ISDIR, S_ISREG
 from .checkpoints import CheckpointLister, artifacts_target, default_checkpoint, metrics_inside
 from .config import Settings
 from .discovery import RUN_MARKERS, RunFinder
+from .hub_target import ARTIFACTS_REQUEST, PushTarget
 from .launch_records import LaunchRecord, launches_path, read_launches
-from .launch_runs import RunOnDisk, match_launches, state_without_run
+from .launch_runs import RunOnDisk, launch_alive, match_launches, state_without_run
 from .metrics import CheckpointRows, MetricsReader
 from .push_records import push_info, pushes_path, read_pushes
 from .snapshot import (
@@ -92,6 +93,7 @@ class RunWatcher:
         self._pushes: tuple[tuple, PushInfo] | None = None
         self._pid = PidWatch()
         self._checkpoints: CheckpointLister | None = None
+        self._metrics_inside: tuple[int, bool] | None = None  # (metrics generation, inside)
         self.odd_files: list[str] = []  # set by activity()
 
     def close(self) -> None:
@@ -254,17 +256,27 @@ class RunWatcher:
             updated=nums.updated_at,
         )
 
-    def checkpoints(self, settings) -> tuple:
+    def artifacts_target(self, settings) -> PushTarget:
+        if self._checkpoints is None:
+            self._checkpoints = CheckpointLister(self.run_dir)
+        return self._checkpoints.target(settings, ARTIFACTS_REQUEST)
+
+    def checkpoints(self, settings, now: float | None = None) -> tuple:
         """(checkpoints, how many were not listed) of weights/, with the epoch and metric
         each holds by the rows this run's MetricsReader has read (none from a
         results.csv, or from a metrics.jsonl that resolves outside the run: what a push
         would read, core.checkpoints.checkpoint_rows)."""
         if self._checkpoints is None:
             self._checkpoints = CheckpointLister(self.run_dir)
+        gen = self.metrics.generation  # a symlink swapped to another file bumps it too
+        if self._metrics_inside is None or self._metrics_inside[0] != gen:
+            self._metrics_inside = (gen, metrics_inside(self.run_dir))
         rows = self.metrics.checkpoint_rows
-        if self.metrics.source != "metrics.jsonl" or not metrics_inside(self.run_dir):
+        usable = self.metrics.source == "metrics.jsonl" and self._metrics_inside[1]
+        if not usable:
             rows = CheckpointRows()
-        return self._checkpoints.checkpoints(rows, settings), self._checkpoints.not_listed
+        listed = self._checkpoints.checkpoints(rows, settings, rows_key=(gen, usable), now=now)
+        return listed, self._checkpoints.not_listed
 
     def push_info(self) -> PushInfo | None:
         """From pushes.jsonl (re-read only when it changed) and one stat of best.pt."""
@@ -338,6 +350,8 @@ class RunsWatcher:
         self._launch_key: tuple | None = None
         self._launch_records: list[LaunchRecord] = []
         self._launch_final: dict[str, RunInfo] = {}  # died launches (final)
+        self._ended: set[str] = set()  # launches whose process has ended
+        self._matched: tuple | None = None  # ((records key, runs), match) once settled
         self._log_paths: dict[str, str] = {}  # pseudo run -> its console log
 
     def _name(self, run_dir: str) -> str:
@@ -402,7 +416,7 @@ class RunsWatcher:
             chosen = runs[0].run_dir
         sel = None
         if chosen is not None:
-            sel = self._selected(chosen)
+            sel = self._selected(chosen, now)
         problem = launches_problem
         if not runs and problem is None:
             problem = (
@@ -419,13 +433,14 @@ class RunsWatcher:
             deep_dirs_skipped=self.finder.deep_skipped,
         )
 
-    def _selected(self, chosen: str) -> SelectedRun:
+    def _selected(self, chosen: str, now: float) -> SelectedRun:
         """The selected run's metrics, log and pushes; a reader bug in one of them is
         that pane's problem, not a failed refresh."""
         watcher = self._runs.get(chosen)
         metrics = MetricsView(None, ())
         pushes = None
         checkpoints, not_listed = (), 0
+        target = None
         if watcher is not None:
             try:
                 metrics = watcher.metrics_view()
@@ -436,9 +451,10 @@ class RunsWatcher:
             except Exception:  # pushes.jsonl is ours; a bad one shows as no pushes
                 pushes = None
             try:
-                checkpoints, not_listed = watcher.checkpoints(self.settings)
+                checkpoints, not_listed = watcher.checkpoints(self.settings, now)
             except Exception:  # a reader bug: no checkpoints listed (a push says why)
                 checkpoints, not_listed = (), 0
+            target = watcher.artifacts_target(self.settings)
         try:
             log = self._log_view(chosen)
         except Exception as exc:
@@ -452,7 +468,7 @@ class RunsWatcher:
             checkpoints=checkpoints,
             checkpoints_not_listed=not_listed,
             push_default=default_checkpoint(checkpoints),
-            artifacts_target=artifacts_target(self.settings, chosen),
+            artifacts_target=target or artifacts_target(self.settings, chosen),
         )
 
     def _launch_runs(self, now: float, found: list[RunInfo]) -> list[RunInfo]:
@@ -468,10 +484,21 @@ class RunsWatcher:
         if key != self._launch_key:
             self._launch_key = key
             self._launch_records = read_launches(self.root) if key else []
-        on_disk = [RunOnDisk(i.run_dir, i.pid, i.started_at) for i in found]
-        matched = match_launches(self._launch_records, on_disk, self.root)
-        out = []
         self._log_paths = {}
+        if not self._launch_records:
+            return []
+        on_disk = tuple(RunOnDisk(i.run_dir, i.pid, i.started_at) for i in found)
+        if self._matched is not None and self._matched[0] == (key, on_disk):
+            matched = self._matched[1]  # the same inputs, and no launch left running unmatched
+        else:
+            records = self._launch_records
+            matched = match_launches(records, on_disk, self.root, alive=self._alive)
+            settled = all(
+                r.id in matched or r.died_error or r.returncode is not None or r.id in self._ended
+                for r in records
+            )
+            self._matched = ((key, on_disk), matched) if settled else None
+        out = []
         for record in self._launch_records:
             if record.id in matched:
                 continue  # its run directory is watched like any other
@@ -489,6 +516,15 @@ class RunsWatcher:
             self._log_paths[pseudo] = record.console_log
             out.append(info)
         return out
+
+    def _alive(self, record: LaunchRecord) -> bool:
+        """launch_alive, remembering the launches that have ended (they never run again)."""
+        if record.id in self._ended:
+            return False
+        if launch_alive(record):
+            return True
+        self._ended.add(record.id)
+        return False
 
     @staticmethod
     def _launch_info(record: LaunchRecord, pseudo: str, state) -> RunInfo:

@@ -221,3 +221,33 @@ def test_the_snapshot_carries_the_checkpoints(tmp_path: Path) -> None:
         "hub_problem": None,
     }
     assert (epoch3["epoch"], epoch3["hub_path"]) == (3, "m/exp1/epoch_3.pt")
+
+
+def test_settled_checkpoints_are_stat_ed_again_only_when_the_folder_changes(tmp_path) -> None:
+    """A refresh stats best.pt, last.pt and files changed within STABLE_S; an epoch_N.pt
+    written long ago is stat'ed again when weights/ changes (a new file appears)."""
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    old = time.time() - 600
+    for name in ("best.pt", "epoch_1.pt", "epoch_2.pt"):
+        (weights / name).write_bytes(b"1")
+        os.utime(weights / name, (old, old))
+    (weights / "epoch_2.pt").write_bytes(b"1")  # just written: still settling
+    lister = CheckpointLister(str(tmp_path))
+
+    def sizes() -> dict:
+        got = lister.checkpoints(CheckpointRows(), Settings(), rows_key=1, now=time.time())
+        return {c.name: c.size for c in got}
+
+    assert sizes() == {"best.pt": 1, "epoch_1.pt": 1, "epoch_2.pt": 1}
+    first = lister.checkpoints(CheckpointRows(), Settings(), rows_key=1, now=time.time())
+    again = lister.checkpoints(CheckpointRows(), Settings(), rows_key=1, now=time.time())
+    assert again is first  # nothing changed: the same tuple, nothing rebuilt
+    for name in ("best.pt", "epoch_1.pt", "epoch_2.pt"):
+        with open(weights / name, "r+b") as handle:  # rewritten in place: same folder
+            handle.write(b"123")
+    assert sizes() == {"best.pt": 3, "epoch_1.pt": 1, "epoch_2.pt": 3}
+    (weights / "epoch_3.pt").write_bytes(b"1")
+    st = os.stat(weights)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert sizes() == {"best.pt": 3, "epoch_1.pt": 3, "epoch_2.pt": 3, "epoch_3.pt": 1}
