@@ -41,6 +41,7 @@ from datetime import datetime, timezone
 
 from .checkpoints import EPOCH_FILE_RE, checkpoint_epoch_metric, resolve
 from .hub_target import ARTIFACTS_REQUEST, push_target
+from .hub_target import repo_path as repo_path  # where it always was (core.hub_pull uses it)
 from .private import private_dir
 from .push_records import last_push, pushes_path, read_pushes
 from .records import append_json_line
