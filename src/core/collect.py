@@ -2,9 +2,13 @@
 
 Runs (RunsWatcher), the machine (SystemMonitor), the GPUs (GpuMonitor) and the
 money (CostTracker), in that order: the GPU waste signals need the runs and the
-host CPU, and idle money needs the GPUs. The app's
+host CPU, and idle money needs the GPUs. The idle time the GPU header shows is the
+cost tracker's (the one idle clock, core.idle). The app's
 refresh worker and `rgpu-tui snapshot` both call `refresh`, so the screen and
 the JSON never disagree.
+
+This is the read path: it writes nothing, and imports nothing that launches, pushes
+or stops (a test holds it to that). Auto-push, which acts, is core.auto_push.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from .config import Settings
 from .cost import CostTracker, cost_once
 from .gpu import GpuMonitor
 from .gpu_replay import GpuRecording
-from .hub import AutoPushState, PushRequest, auto_push_requests
 from .snapshot import GpuView, RunInfo, Snapshot
 from .system import SystemMonitor
 from .watch import RunsWatcher
@@ -49,13 +52,12 @@ class Collector:
     ) -> None:
         """`one_shot`: a single look (`rgpu-tui snapshot`), which cannot see idle time, so
         the idle figures are unknown rather than zero."""
-        self.runs = RunsWatcher(root, log_keep=log_keep)
+        self.settings = settings or Settings()
+        self.runs = RunsWatcher(root, log_keep=log_keep, settings=self.settings)
         self.system = SystemMonitor(root)
         self.gpus = GpuMonitor(fake_gpus, interval=interval, fake_lose=fake_lose, replay=gpu_replay)
-        self.settings = settings or Settings()
         self.one_shot = one_shot
         self.cost = CostTracker(self.settings)
-        self._auto_push: dict[str, AutoPushState] = {}
 
     def refresh(self, now: float, selected: str | None = None) -> Snapshot:
         snap = self.runs.refresh(now, selected)
@@ -66,22 +68,9 @@ class Collector:
             cost = cost_once(self.settings, now, snap.runs, snap.selected_run, gpus, system)
         else:
             cost = self.cost.sample(now, snap.runs, snap.selected_run, gpus, system)
+        if gpus.idle and cost.idle_now_seconds is not None:
+            gpus = replace(gpus, idle_seconds=cost.idle_now_seconds)
         return replace(snap, gpus=gpus, system=system, cost=cost)
-
-    def auto_push_requests(self, snap: Snapshot) -> list[PushRequest]:
-        """What settings.auto_push asks to push now, for every running run."""
-        out: list[PushRequest] = []
-        for run in snap.runs:
-            if run.state != "running":
-                continue
-            watcher = self.runs.watcher(run.run_dir)
-            if watcher is None:
-                continue
-            state = self._auto_push.setdefault(run.run_dir, AutoPushState())
-            out.extend(
-                auto_push_requests(run.run_dir, self.settings, watcher.metrics.last_row, state)
-            )
-        return out
 
     def close(self) -> None:
         self.gpus.close()

@@ -14,7 +14,9 @@ The model (the seed guide's "Stop paying" section):
 - stopping saves (1 - stopped/running) of the rate; break-even = rebuild cost /
   stopped rate: coming back sooner favours stopping, later favours destroying.
 - idle: no run running and every GPU under 5% (GpuView.idle); without GPU
-  readings, no run running. Idle money is idle seconds seen x the rate.
+  readings, no run running; counted by the one idle clock (core.idle). Idle money
+  is idle seconds seen x the rate; the banner is up once the current stretch has
+  lasted idle_minutes.
 - balance left = balance - (now - balance_at) x rate; it runs out at
   balance_at + balance / rate.
 """
@@ -31,6 +33,7 @@ from dataclasses import replace
 import psutil
 
 from .config import Settings, env_var, flag_name
+from .idle import GAP_CAP_S, IdleClock, IdleReading, machine_idle
 from .snapshot import (
     CostView,
     DiskInfo,
@@ -46,7 +49,7 @@ from .text import printable
 from .values import TIMES
 
 HOURS_PER_MONTH = 720.0  # 30-day months, as the seed's measured stopped rate shows
-IDLE_GAP_CAP_S = 120.0  # one gap between samples counts at most this much idle time
+IDLE_GAP_CAP_S = GAP_CAP_S  # one gap between samples counts at most this much idle time
 LOW_BALANCE_HOURS = 1.0  # warn when the balance lasts less than this
 
 
@@ -132,13 +135,6 @@ def run_costs(
     return spent, per_epoch, to_finish, total
 
 
-def machine_idle(runs: Iterable[RunInfo], gpus: GpuView | None) -> bool:
-    """Idle: the GPU monitor's verdict; without GPU readings, no run running."""
-    if gpus is not None and gpus.available:
-        return bool(gpus.idle)
-    return not any(r.state == "running" for r in runs)
-
-
 def disk_gb_for(settings: Settings, system: SystemView | None) -> float | None:
     """The allocated disk: the setting, else the size of the filesystem that holds the runs."""
     if settings.disk_gb is not None:
@@ -222,11 +218,10 @@ def balance_warnings(
 
 
 class CostTracker:
-    """One per app: call `sample` once a refresh; it keeps the idle time seen.
-
-    Idle time is counted between two samples that are both idle, at most
-    `gap_cap` seconds per gap, so a suspended laptop or a stalled refresh does
-    not bill hours nobody watched. Thread-safe; `sample` never raises.
+    """One per app: call `sample` once a refresh; it keeps the idle time seen, by the
+    one idle clock (core.idle: at most `gap_cap` seconds per gap between samples, so a
+    suspended laptop or a stalled refresh does not bill hours nobody watched).
+    Thread-safe; `sample` never raises.
     """
 
     def __init__(self, settings: Settings, *, gap_cap: float = IDLE_GAP_CAP_S) -> None:
@@ -234,10 +229,7 @@ class CostTracker:
         self.gap_cap = gap_cap
         self._billing_started_at, self._billing_source = billing_start(settings)
         self._lock = threading.Lock()
-        self._last_at: float | None = None
-        self._last_idle = False
-        self._idle_total = 0.0
-        self._stretch = 0.0  # idle seconds seen in the current stretch
+        self._idle = IdleClock(gap_cap)
 
     def sample(
         self,
@@ -250,8 +242,8 @@ class CostTracker:
         with self._lock:
             try:
                 runs = tuple(runs or ())
-                self._count_idle(now, machine_idle(runs, gpus))
-                return self._view(now, runs, selected, system)
+                idle = self._idle.sample(now, machine_idle(runs, gpus))
+                return self._view(now, runs, selected, system, idle)
             except Exception as exc:  # never raise into the refresh worker
                 detail = " ".join(f"{type(exc).__name__}: {exc}".split())
                 return CostView(
@@ -261,28 +253,22 @@ class CostTracker:
                     warnings=(f"cost unavailable: {detail}",),
                 )
 
-    def _count_idle(self, now: float, idle: bool) -> None:
-        if idle and self._last_idle and self._last_at is not None:
-            gap = now - self._last_at
-            if gap > 0:
-                seen = min(gap, self.gap_cap)
-                self._idle_total += seen
-                self._stretch += seen
-        else:
-            self._stretch = 0.0
-        if self._last_at is None or now >= self._last_at:
-            self._last_at = now
-        self._last_idle = idle
-
     def _view(
-        self, now: float, runs: tuple[RunInfo, ...], selected: RunInfo | None, system
+        self,
+        now: float,
+        runs: tuple[RunInfo, ...],
+        selected: RunInfo | None,
+        system,
+        idle: IdleReading,
     ) -> CostView:
         s = self.settings
         rate = s.price_per_hour
         hours = billed_hours(self._billing_started_at, now)
         spent = hours * rate if hours is not None and rate is not None else None
         run_spent, per_epoch, to_finish, projected = run_costs(selected, rate)
-        stopped = stopped_rate(disk_gb_for(s, system), s.storage_price_gb_month)
+        disk_gb = disk_gb_for(s, system)
+        stopped = stopped_rate(disk_gb, s.storage_price_gb_month)
+        stretch = idle.stretch_seconds
         left = balance_left(s.balance, s.balance_at, rate, now)
         runs_out = balance_runs_out_at(s.balance, s.balance_at, rate)
         return CostView(
@@ -299,10 +285,13 @@ class CostTracker:
             stopped_per_hour=stopped,
             break_even_hours=break_even_hours(s.rebuild_cost, stopped),
             stop_saving_percent=stop_saving_percent(rate, stopped),
-            idle_seconds=self._idle_total,
-            idle_spent=cost_of(self._idle_total, rate),
-            idle_now_seconds=self._stretch if self._last_idle else None,
+            idle_seconds=idle.total_seconds,
+            idle_spent=cost_of(idle.total_seconds, rate),
+            idle_now_seconds=stretch,
+            idle_now_spent=cost_of(stretch, rate),
             idle_minutes=s.idle_minutes,
+            idle_alert=stretch is not None and stretch >= s.idle_minutes * 60,
+            disk_gb=disk_gb,
             balance_left=left,
             balance_runs_out_at=runs_out,
             warnings=tuple(balance_warnings(runs_out, left, now, runs, selected)),
@@ -319,7 +308,14 @@ def cost_once(
 ) -> CostView:
     """One look (the `cost` and `snapshot` commands): idle time cannot be seen, so it is None."""
     view = CostTracker(settings).sample(now, runs, selected, gpus, system)
-    return replace(view, idle_seconds=None, idle_spent=None, idle_now_seconds=None)
+    return replace(
+        view,
+        idle_seconds=None,
+        idle_spent=None,
+        idle_now_seconds=None,
+        idle_now_spent=None,
+        idle_alert=False,
+    )
 
 
 # -- text (rgpu-tui cost) -----------------------------------------------------------
@@ -343,7 +339,10 @@ def cost_to_text(
     disk_gb: float | None = None,
     run: RunInfo | None = None,
 ) -> str:
-    """A few aligned lines: the calculator and the bill so far."""
+    """A few aligned lines: the calculator and the bill so far. disk_gb: the disk the
+    stopped rate is for (default: the CostView's)."""
+    if disk_gb is None:
+        disk_gb = c.disk_gb
     if not c.configured:
         return no_price_text()
     rows: list[tuple[str, str]] = []

@@ -105,13 +105,10 @@ class GpuMonitor:
                 else:
                     got = self._source.read(now)
                     if isinstance(got, GpuView):
-                        self._waste.idle_since = None
                         return got
                     devices, namespace = self.attributor.attribute(now, runs, got)
                     driver = self._source.driver_version
-                out, idle, idle_since, warnings = self._waste.finish(
-                    now, runs, _num(cpu_percent), devices
-                )
+                out, idle, warnings = self._waste.finish(now, runs, _num(cpu_percent), devices)
                 return GpuView(
                     available=True,
                     reason=None,
@@ -119,7 +116,6 @@ class GpuMonitor:
                     driver_version=driver,
                     devices=out,
                     idle=idle,
-                    idle_since=idle_since,
                     warnings=warnings,
                     pid_namespace=namespace,
                 )

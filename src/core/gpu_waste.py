@@ -6,7 +6,7 @@ refresh) and the stretches the signals need:
   multi-GPU run counts: a GPU is the run's when `GpuDevice.runs` names it);
 - starved: a run's GPUs under 50% for 2 minutes while the host CPU is pegged
   (libreyolo's profile_summary.json verdict is shown when the run has one);
-- idle: every GPU under 5% and no run running, with when that began.
+- idle: every GPU under 5% and no run running (how long: the one idle clock, core.idle).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ class WasteTracker:
     """Keeps each GPU's readings and the stretches behind the waste signals.
 
     `finish(now, runs, cpu_percent, devices)` returns (devices with flags and
-    history, idle, idle_since, warnings).
+    history, idle, warnings).
     """
 
     def __init__(self, interval: float, history_seconds: float) -> None:
@@ -158,7 +158,6 @@ class WasteTracker:
         self._keep = max(self.history_len, int(math.ceil(STRAGGLER_WINDOW_S / self.interval)) + 1)
         self._samples: dict[int, deque[tuple[float, float | None, float | None]]] = {}
         self._low_since: dict[str, float] = {}  # run_dir -> first sample of the low stretch
-        self.idle_since: float | None = None
 
     def _history(self, index: int) -> deque:
         d = self._samples.get(index)
@@ -172,7 +171,7 @@ class WasteTracker:
         runs: tuple[RunInfo, ...],
         cpu_percent: float | None,
         devices: list[GpuDevice],
-    ) -> tuple[tuple[GpuDevice, ...], bool, float | None, tuple[str, ...]]:
+    ) -> tuple[tuple[GpuDevice, ...], bool, tuple[str, ...]]:
         for d in devices:
             ok = d.state == "ok"
             self._history(d.index).append(
@@ -236,13 +235,9 @@ class WasteTracker:
         # idle
         idle = is_idle(devices, runs)
         if idle:
-            if self.idle_since is None or now < self.idle_since:
-                self.idle_since = now
             for d in devices:
                 if d.state == "ok":
                     flags[d.index].append("idle")
-        else:
-            self.idle_since = None
 
         out = []
         n = self.history_len
@@ -257,5 +252,4 @@ class WasteTracker:
                     mem_history=tuple(m for _t, _u, m in recent),
                 )
             )
-        idle_since = self.idle_since if idle else None
-        return tuple(out), idle, idle_since, tuple(dict.fromkeys(warnings))
+        return tuple(out), idle, tuple(dict.fromkeys(warnings))

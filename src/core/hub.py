@@ -39,28 +39,27 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from .checkpoints import EPOCH_FILE_RE, checkpoint_epoch_metric, resolve
 from .hub_client import HubTimeout
 from .hub_client import configure_hub as _configure_hub
 from .hub_client import get_token as _get_token
+from .hub_target import ARTIFACTS_REQUEST, push_target
+from .hub_target import repo_path as repo_path  # where it always was (core.hub_pull uses it)
 from .private import private_dir
-from .records import append_json_line, read_json_lines
-from .run_files import artifacts_digest, checkpoint_problem, metrics_rows, read_artifacts
+from .push_records import last_push, pushes_path, read_pushes
+from .records import append_json_line
+from .run_files import artifacts_digest, checkpoint_problem, read_artifacts
 from .staging import Staged, StagingError, stage
 from .tail import redact
 from .urls import strip_userinfo
 from .values import int_or_none as _int
-from .values import num as _num
 
-ARTIFACTS_REQUEST = "artifacts"  # PushRequest.file for "the small artifacts only"
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT = 60.0
 RETRY_WAITS = (1.0, 2.0)
-RECORDS = "pushes.jsonl"
 NO_TOKEN = "no Hugging Face token: set HF_TOKEN or run `hf auth login`"
 PROGRESS_INTERVAL = 0.1
 
-_REPO_RE = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
-_EPOCH_FILE_RE = re.compile(r"epoch_(\d+)\.pt")
 _FILE_ARG_RE = re.compile(r"(best|last|epoch_\d+)(\.pt)?")
 
 
@@ -144,29 +143,9 @@ def staging_dir(run_dir: str) -> str:
     return os.path.join(rgpu_dir(run_dir), "staging")
 
 
-def pushes_path(run_dir: str) -> str:
-    return os.path.join(rgpu_dir(run_dir), RECORDS)
-
-
 def append_push_record(run_dir: str, record: dict) -> None:
-    """One complete JSON line (see core.records)."""
+    """One complete JSON line (see core.records); read by core.push_records."""
     append_json_line(pushes_path(run_dir), record)
-
-
-def read_pushes(run_dir: str) -> list[dict]:
-    """Every complete record, oldest first; a torn or malformed line is skipped."""
-    return read_json_lines(pushes_path(run_dir))
-
-
-def last_push(run_dir: str, file: str | None = None, *, ok_only: bool = False) -> dict | None:
-    """The newest record (for `file` when given; only outcome "ok" when ok_only)."""
-    for record in reversed(read_pushes(run_dir)):
-        if file is not None and record.get("file") != file:
-            continue
-        if ok_only and record.get("outcome") != "ok":
-            continue
-        return record
-    return None
 
 
 # -- what a checkpoint is -----------------------------------------------------
@@ -191,87 +170,6 @@ def file_for_arg(arg: str | None, run_dir: str) -> str:
     if m:
         return m.group(1) + ".pt"
     return os.path.abspath(arg)
-
-
-def _resolve(run_dir: str, file: str) -> tuple[str, str]:
-    """(name, path) of the checkpoint a PushRequest names."""
-    if os.sep in file or (os.altsep and os.altsep in file):
-        return os.path.basename(file), file
-    return file, os.path.join(run_dir, "weights", file)
-
-
-def _metric_short(name) -> str | None:
-    if not isinstance(name, str) or not name:
-        return None
-    return name.rsplit("/", 1)[-1]
-
-
-def checkpoint_epoch_metric(run_dir: str, name: str) -> tuple[int | None, str | None, float | None]:
-    """(epoch, metric name, metric) of the checkpoint `name` by metrics.jsonl; Nones when
-    unknown. best.pt: the last row with is_best; last.pt: the last row; epoch_N.pt: N."""
-    m = _EPOCH_FILE_RE.fullmatch(name)
-    want_epoch = int(m.group(1)) if m else None
-    last = best = at_epoch = None
-    for row in metrics_rows(run_dir):
-        last = row
-        if row.get("is_best") is True:
-            best = row
-        if want_epoch is not None and _int(row.get("epoch")) == want_epoch:
-            at_epoch = row
-    if name == "best.pt":
-        if best is not None:
-            return (
-                _int(best.get("epoch")),
-                _metric_short(best.get("best_metric_name") or best.get("current_metric_name")),
-                _num(best.get("best_metric", best.get("current_metric"))),
-            )
-        if last is not None and _int(last.get("best_epoch")) is not None:
-            return (
-                _int(last.get("best_epoch")),
-                _metric_short(last.get("best_metric_name")),
-                _num(last.get("best_metric")),
-            )
-        return None, None, None
-    row = at_epoch if want_epoch is not None else (last if name == "last.pt" else None)
-    if row is None:
-        return want_epoch, None, None
-    return (
-        _int(row.get("epoch")) if want_epoch is None else want_epoch,
-        _metric_short(row.get("current_metric_name") or row.get("best_metric_name")),
-        _num(row.get("current_metric", row.get("best_metric"))),
-    )
-
-
-def checkpoint_info(run_dir: str, file: str) -> dict:
-    """What the confirm dialog shows: name, path, exists, size, epoch, metric_name, metric,
-    and problem: why it cannot be pushed (outside the run, not a regular file) or None."""
-    name, path = _resolve(run_dir, file)
-    try:
-        size = os.stat(path).st_size
-        exists = True
-    except OSError:
-        size, exists = None, False
-    epoch, metric_name, metric = checkpoint_epoch_metric(run_dir, name)
-    return {
-        "name": name,
-        "path": path,
-        "exists": exists,
-        "problem": checkpoint_problem(os.path.abspath(run_dir), path, name) if exists else None,
-        "size": size,
-        "epoch": epoch,
-        "metric_name": metric_name,
-        "metric": metric,
-    }
-
-
-def repo_path(hub_path: str, run: str, file: str) -> str:
-    """hub_path with {run} and {file} filled in; raises _PushFailed when it is not a
-    usable relative path."""
-    path = hub_path.replace("{run}", run).replace("{file}", file)
-    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
-    if not parts or ".." in parts or path.startswith("/"):
-        raise _PushFailed(f"hub_path {hub_path!r} gives {path!r}, not a path inside the repo")
-    return "/".join(parts)
 
 
 def commit_message(
@@ -524,26 +422,21 @@ def push(
 
     try:
         is_artifacts = req.file == ARTIFACTS_REQUEST
-        name, src = (ARTIFACTS_REQUEST, None) if is_artifacts else _resolve(run_dir, req.file)
+        name, src = (ARTIFACTS_REQUEST, None) if is_artifacts else resolve(run_dir, req.file)
         record["file"] = name
-        if not repo:
-            raise _PushFailed(
-                "no Hub repo: set hub_repo (RGPU_HUB_REPO or --hub-repo) or pass --repo ORG/NAME"
-            )
-        if not _REPO_RE.fullmatch(repo):
-            raise _PushFailed(f"bad Hub repo {repo!r}: must look like ORG/NAME")
+        target = push_target(settings, run_dir, name)  # what the push dialogs show, too
+        if target.repo_problem:
+            raise _PushFailed(target.repo_problem)
         if not os.path.isdir(run_dir):
             raise _PushFailed(f"{run_dir}: no such run directory")
-        if is_artifacts:
-            path_in_repo = repo_path(settings.hub_path, run, "x")
-            prefix = path_in_repo.rpartition("/")[0]
-            record["path"] = prefix or "."
-        else:
+        if not is_artifacts:
             epoch, metric_name, metric = checkpoint_epoch_metric(run_dir, name)
             record.update(epoch=epoch, metric_name=metric_name, metric=metric)
-            path_in_repo = repo_path(settings.hub_path, run, name)
-            prefix = path_in_repo.rpartition("/")[0]
-            record["path"] = path_in_repo
+        if target.path_problem:
+            raise _PushFailed(target.path_problem)
+        path_in_repo, prefix = target.path, target.folder
+        record["path"] = path_in_repo
+        if not is_artifacts:
             if not os.path.exists(src):
                 raise _PushFailed(f"{name}: no such file in {os.path.dirname(src)}")
             problem = checkpoint_problem(run_dir, src, name)
@@ -911,13 +804,13 @@ def auto_push_requests(
             state.best_epoch = best
         return [PushRequest(run_dir, "best.pt")] if changed else []
     names = set(_weights(run_dir) if weights is None else weights)
-    epochs = sorted(int(m.group(1)) for n in names if (m := _EPOCH_FILE_RE.fullmatch(n)))
+    epochs = sorted(int(m.group(1)) for n in names if (m := EPOCH_FILE_RE.fullmatch(n)))
     if not state.primed:
         state.primed = True
         pushed = [
             int(m.group(1))
             for r in read_pushes(run_dir)
-            if r.get("outcome") == "ok" and (m := _EPOCH_FILE_RE.fullmatch(str(r.get("file"))))
+            if r.get("outcome") == "ok" and (m := EPOCH_FILE_RE.fullmatch(str(r.get("file"))))
         ]
         if catch_up:
             state.epochs = set(pushed)

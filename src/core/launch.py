@@ -11,13 +11,10 @@ started with SIGINT ignored (`cmd &` in a script, nohup-like wrappers) would
 otherwise pass that on, and the trainer could never be stopped gracefully.
 
 Every launch is a line in `<project>/.rgpu/launches.jsonl` (one `os.write` on
-O_APPEND per line); the run directory, once found, and the exit status, when
-this process reaped it, are further lines with the same id. Readers skip torn
-or malformed lines.
-
-The run directory is the one whose status.json carries the launched pid (or a
-descendant's: libreyolo's multi-GPU runs write rank 0's pid); libreyolo renames
-a clashing NAME to NAME2, NAME3, so the name alone does not say where it is.
+O_APPEND per line); the exit status, when this process reaped it, and the run
+directory, when `rgpu-tui launch` found it, are further lines with the same id.
+They are read by core.launch_records; which run directory a launch became and
+its state are core.launch_runs' (read-only: a refresh never writes).
 
 Stopping sends SIGINT (libreyolo then records `failed`/KeyboardInterrupt), then
 SIGTERM, then SIGKILL, to the run's process group, and only ever to a process
@@ -26,7 +23,6 @@ that started with the run and looks like a trainer (core.stop_target decides).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -44,27 +40,44 @@ from datetime import datetime
 
 import psutil
 
+from .launch_records import RGPU_DIR, LaunchRecord, launches_path, read_launches, rgpu_dir
+from .launch_runs import (
+    LaunchState,
+    console_tail,
+    error_from_tail,
+    find_run_dir,
+    launch_alive,
+    launch_state,
+    read_status,
+)
 from .private import private_dir
-from .records import append_json_line, read_json_lines
-from .safeio import open_regular, read_regular
-from .status import PID_REUSE_SLACK_S, check_pid, derive_state, parse_time
-from .stop_target import CREATE_TIME_SLACK_S, GONE, Target, verify
+from .records import append_json_line
+from .status import check_pid, derive_state, parse_time
+from .stop_target import GONE, Target, verify
 from .stop_target import target as stop_target
-from .values import num as _float_or_none
 
-RGPU_DIR = ".rgpu"
-LAUNCHES_NAME = "launches.jsonl"
+# the readers live in core.launch_records and core.launch_runs; these names stay importable
+# from here for the commands that act
+__all__ = [
+    "RGPU_DIR",
+    "LaunchRecord",
+    "LaunchState",
+    "console_tail",
+    "error_from_tail",
+    "find_run_dir",
+    "launch_alive",
+    "launch_state",
+    "launches_path",
+    "read_launches",
+    "rgpu_dir",
+]
+
 CONSOLE_DIR = "console"
 INSTALL_EXTRA = "rgpu-tui[train]"  # brings libreyolo, and torch with it
 INSTALL_HINT = f"pip install '{INSTALL_EXTRA}'"
 DEFAULT_NAME = "exp"  # libreyolo's own default
 KILL_WAIT_S = 10.0  # after SIGKILL, how long to wait for the process to vanish
 STOP_POLL_S = 0.2
-TAIL_BYTES = 16 * 1024
-TAIL_LINES = 20
-TAIL_LINE_CHARS = 300
-MAX_RECORDS_BYTES = 8 * 1024 * 1024
-STATUS_MAX_BYTES = 4 * 1024 * 1024
 
 FIELD_KEYS = ("model", "data", "epochs", "batch", "imgsz", "device", "project", "name")
 
@@ -297,41 +310,7 @@ def gpu_count_from_nvml() -> int:
 
 
 # -- records --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LaunchRecord:
-    id: str
-    time: float
-    pid: int
-    create_time: float | None  # psutil's, of the launched process
-    argv: tuple[str, ...]
-    command: str
-    cwd: str
-    project: str
-    name: str
-    console_log: str
-    hf_token_set: bool = False
-    hf_home: str | None = None
-    run_dir: str | None = None
-    returncode: int | None = None  # when the launcher reaped it
-    exited_at: float | None = None
-    died_error: str | None = None  # once known to have died before status.json: final
-    died_tail: tuple[str, ...] = ()
-
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["argv"] = list(self.argv)
-        data["died_tail"] = list(self.died_tail)
-        return data
-
-
-def rgpu_dir(project: str) -> str:
-    return os.path.join(os.path.abspath(project), RGPU_DIR)
-
-
-def launches_path(project: str) -> str:
-    return os.path.join(rgpu_dir(project), LAUNCHES_NAME)
+# (read by core.launch_records; what a launch writes is written here)
 
 
 def append_line(path: str, obj: dict) -> None:
@@ -340,72 +319,8 @@ def append_line(path: str, obj: dict) -> None:
 
 
 def record_run_dir(project: str, launch_id: str, run_dir: str) -> None:
+    """Record where a launch's run went (`rgpu-tui launch`, which acts, found it)."""
     append_line(launches_path(project), {"kind": "run_dir", "id": launch_id, "run_dir": run_dir})
-
-
-def read_launches(project: str) -> list[LaunchRecord]:
-    """The launches recorded under `project`, oldest first; torn or bad lines are skipped."""
-    launches: dict[str, dict] = {}
-    updates: list[dict] = []
-    for obj in read_json_lines(launches_path(project), MAX_RECORDS_BYTES):
-        if not isinstance(obj.get("id"), str):
-            continue
-        if obj.get("kind") == "launch":
-            launches[obj["id"]] = obj
-        else:
-            updates.append(obj)
-    for obj in updates:
-        base = launches.get(obj["id"])
-        if base is None:
-            continue
-        if obj.get("kind") == "run_dir" and isinstance(obj.get("run_dir"), str):
-            base["run_dir"] = obj["run_dir"]
-        elif obj.get("kind") == "exit":
-            base["returncode"] = obj.get("returncode")
-            base["exited_at"] = obj.get("time")
-        elif obj.get("kind") == "died" and isinstance(obj.get("error"), str):
-            base["died_error"] = obj["error"]
-            base["died_tail"] = obj.get("tail")
-    records = []
-    for obj in launches.values():
-        record = _record_from(obj)
-        if record is not None:
-            records.append(record)
-    records.sort(key=lambda r: r.time)
-    return records
-
-
-def _record_from(obj: dict) -> LaunchRecord | None:
-    try:
-        pid = obj["pid"]
-        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-            return None
-        argv = obj.get("argv") or []
-        return LaunchRecord(
-            id=obj["id"],
-            time=float(obj["time"]),
-            pid=pid,
-            create_time=_float_or_none(obj.get("create_time")),
-            argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
-            command=str(obj.get("command") or ""),
-            cwd=str(obj.get("cwd") or ""),
-            project=str(obj["project"]),
-            name=str(obj.get("name") or ""),
-            console_log=str(obj["console_log"]),
-            hf_token_set=bool(obj.get("hf_token_set")),
-            hf_home=obj.get("hf_home") if isinstance(obj.get("hf_home"), str) else None,
-            run_dir=obj.get("run_dir") if isinstance(obj.get("run_dir"), str) else None,
-            returncode=obj.get("returncode") if isinstance(obj.get("returncode"), int) else None,
-            exited_at=_float_or_none(obj.get("exited_at")),
-            died_error=obj.get("died_error") if isinstance(obj.get("died_error"), str) else None,
-            died_tail=_strings(obj.get("died_tail")),
-        )
-    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit time
-        return None
-
-
-def _strings(value) -> tuple[str, ...]:
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()
 
 
 # -- launching --------------------------------------------------------------------
@@ -557,200 +472,6 @@ def start_recorded(
     return record
 
 
-# -- finding the run ------------------------------------------------------------
-
-
-def _read_status(run_dir: str) -> dict | None:
-    """status.json as a dict; None when missing, not a regular file (a FIFO never blocks),
-    over 4 MiB, or not a JSON object."""
-    try:
-        data = read_regular(os.path.join(run_dir, "status.json"), STATUS_MAX_BYTES)
-        if len(data) > STATUS_MAX_BYTES:
-            return None
-        value = json.loads(data)
-    except (OSError, ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _candidates(project: str, name: str | None) -> list[str]:
-    """Where libreyolo may have put run NAME: NAME, NAME2, NAME3... (every directory
-    under project when the name is not known)."""
-    try:
-        entries = [e for e in os.scandir(project) if e.is_dir() and e.name != RGPU_DIR]
-    except OSError:
-        return []
-    if not name:
-        return sorted(e.path for e in entries)
-    family = re.compile(re.escape(name) + r"(\d*)")
-    found = []
-    for entry in entries:
-        m = family.fullmatch(entry.name)
-        if m and (not m.group(1) or int(m.group(1)) >= 2):
-            found.append((int(m.group(1) or 1), entry.path))
-    return [p for _, p in sorted(found)]
-
-
-def _descends_from(pid: int, ancestor: int) -> bool:
-    try:
-        return any(p.pid == ancestor for p in psutil.Process(pid).parents())
-    except psutil.Error:
-        return False
-
-
-def find_run_dir(
-    project: str, pid: int, name: str | None = None, *, started_after: float | None = None
-) -> str | None:
-    """The run directory under project whose status.json was written by `pid`.
-
-    Matches status.json's pid, or a live descendant of `pid` (multi-GPU runs
-    write rank 0's pid). started_after (the launch time) skips older runs that
-    happen to carry a reused pid.
-    """
-    found = []
-    for path in _candidates(project, name):
-        st = _read_status(path)
-        if st is None:
-            continue
-        if started_after is not None:
-            started = parse_time(st.get("started_at"))
-            if started is not None and started < started_after - PID_REUSE_SLACK_S:
-                continue
-        spid = st.get("pid")
-        if not isinstance(spid, int) or isinstance(spid, bool):
-            continue
-        if spid == pid:
-            return path
-        found.append((path, spid))
-    for path, spid in found:
-        if _descends_from(spid, pid):
-            return path
-    return None
-
-
-# -- the state of a launch ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LaunchState:
-    state: str  # "starting" | "started" | "died"
-    run_dir: str | None
-    error: str | None
-    console_log: str
-    tail: tuple[str, ...] = ()  # the console log's last lines (starting / died)
-    pid: int | None = None
-    returncode: int | None = None
-    elapsed: float | None = None  # since the launch
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
-_LOGURU = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?\s*\|\s*\w+\s*\|\s*")
-_ERRORISH = re.compile(
-    r"(Error|Exception|error:|No such option|Missing option|Invalid value|Killed|Traceback)"
-)
-
-
-def console_tail(path: str, lines: int = TAIL_LINES) -> tuple[str, ...]:
-    """The last lines of a console log, cleaned of colours and progress-bar redraws."""
-    try:
-        fd = open_regular(path)  # a FIFO in its place never blocks
-    except OSError:
-        return ()
-    try:
-        size = os.fstat(fd).st_size
-        raw = os.pread(fd, TAIL_BYTES, max(size - TAIL_BYTES, 0))
-    except OSError:
-        return ()
-    finally:
-        os.close(fd)
-    text = raw.decode("utf-8", errors="replace")
-    out = []
-    for line in text.split("\n"):
-        line = _ANSI.sub("", line.split("\r")[-1] if line.strip("\r") else line).rstrip()
-        if len(line) > TAIL_LINE_CHARS:
-            line = line[: TAIL_LINE_CHARS - 1] + "…"
-        out.append(line)
-    while out and not out[-1]:
-        out.pop()
-    return tuple(out[-lines:])
-
-
-def error_from_tail(tail: Sequence[str]) -> str | None:
-    """The line of a console tail that says what went wrong (else the last line)."""
-    cleaned = [_LOGURU.sub("", line.strip(" │╭╰╮╯─|")).strip() for line in tail]
-    cleaned = [line for line in cleaned if line]
-    for line in reversed(cleaned):
-        if _ERRORISH.search(line):
-            return line
-    return cleaned[-1] if cleaned else None
-
-
-def launch_state(record: LaunchRecord, now: float) -> LaunchState:
-    """starting (no status.json yet, process alive), started (run dir found) or died."""
-    elapsed = max(now - record.time, 0.0)
-    base = dict(
-        console_log=record.console_log,
-        pid=record.pid,
-        returncode=record.returncode,
-        elapsed=elapsed,
-    )
-    if record.run_dir:
-        return LaunchState("started", record.run_dir, None, **base)
-    if record.died_error:
-        return LaunchState("died", None, record.died_error, tail=record.died_tail, **base)
-    run_dir = find_run_dir(record.project, record.pid, record.name, started_after=record.time)
-    if run_dir:
-        return LaunchState("started", run_dir, None, **base)
-    if record.returncode is None and _same_process(record.pid, record.create_time):
-        return LaunchState("starting", None, None, tail=console_tail(record.console_log), **base)
-    # gone: one more look, in case status.json appeared just before it exited
-    run_dir = find_run_dir(record.project, record.pid, record.name, started_after=record.time)
-    if run_dir:
-        return LaunchState("started", run_dir, None, **base)
-    tail = console_tail(record.console_log)
-    how = f"exited with status {record.returncode}" if record.returncode is not None else "exited"
-    detail = error_from_tail(tail)
-    error = f"{how} before writing status.json" + (f": {detail}" if detail else " (no output)")
-    return LaunchState("died", None, error, tail=tail, **base)
-
-
-def _same_process(pid: int, create_time: float | None) -> bool:
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        created = proc.create_time()
-    except psutil.Error:
-        return False
-    return create_time is None or abs(created - create_time) <= CREATE_TIME_SLACK_S
-
-
-def launch_alive(record: LaunchRecord) -> bool:
-    """Is the launched process (that very one, by start time) still running?"""
-    return _same_process(record.pid, record.create_time)
-
-
-def refresh_launches(project: str, now: float) -> list[tuple[LaunchRecord, LaunchState]]:
-    """Every launch under project with its state. What becomes final is recorded (the run
-    directory once found; the error of a launch that died), so later refreshes of those
-    launches read nothing but launches.jsonl."""
-    out = []
-    for record in read_launches(project):
-        state = launch_state(record, now)
-        try:
-            if state.state == "started" and record.run_dir is None and state.run_dir:
-                record_run_dir(project, record.id, state.run_dir)
-            elif state.state == "died" and record.died_error is None:
-                append_line(
-                    launches_path(project),
-                    {"kind": "died", "id": record.id, "error": state.error, "tail": state.tail},
-                )
-        except OSError:
-            pass
-        out.append((record, state))
-    return out
-
-
 # -- stopping ----------------------------------------------------------------------
 
 
@@ -866,7 +587,7 @@ def stop_run(
     next signal), "sigkill" (seconds left to wait), "ended" (None). Only a process
     that core.stop_target.verify accepts as the run is ever signalled.
     """
-    st = _read_status(run_dir)
+    st = read_status(run_dir)
     if st is None:
         return StopResult(False, None, error=f"{run_dir}: no readable status.json; nothing sent")
     state = st.get("state")
@@ -896,7 +617,7 @@ def _launched_create_time(run_dir: str, pid) -> float | None:
 
 
 def _final_state(run_dir: str, now: float) -> str | None:
-    st = _read_status(run_dir)
+    st = read_status(run_dir)
     if st is None:
         return None
     state = st.get("state") if isinstance(st.get("state"), str) else None

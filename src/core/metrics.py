@@ -28,7 +28,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from .tail import IncrementalFile, LineSplitter
-from .values import EPOCHS, METRIC, checked, parse_json
+from .values import EPOCHS, METRIC, checked, int_or_none, num, parse_json
 
 MAX_METRICS_LINE = 1024 * 1024  # a real row is ~1.5 KB; longer lines are malformed
 READ_BATCH = 4 * 1024 * 1024
@@ -45,6 +45,53 @@ def metric_direction(name: str) -> str | None:
             return None
         return "max"
     return None
+
+
+def metric_short(name) -> str | None:
+    """The short name: metrics/mAP50-95 gives mAP50-95; None for anything but a string."""
+    if not isinstance(name, str) or not name:
+        return None
+    return name.rsplit("/", 1)[-1]
+
+
+class CheckpointRows:
+    """What the rows say about the checkpoints, row by row in file order (a resumed run's
+    earlier rows included: an epoch_N.pt written before the resume holds what its row
+    said): the last row, the last row with is_best true, and each epoch's last row, each
+    kept as the (epoch, metric name, metric) a checkpoint it describes would hold.
+    core.checkpoints.epoch_metric reads them."""
+
+    def __init__(self) -> None:
+        self.last: tuple | None = None  # (epoch, name, metric) of the last row: last.pt
+        self.last_best: tuple | None = None  # (best_epoch, name, best) by the last row
+        self.best: tuple | None = None  # the last is_best row: best.pt
+        self.by_epoch: dict[int, tuple] = {}  # epoch -> (name, metric): epoch_N.pt
+        self._names: dict[str, str] = {}  # one copy of each metric name
+
+    def _name(self, value) -> str | None:
+        short = metric_short(value)
+        if short is None or len(self._names) >= 64 and short not in self._names:
+            return short
+        return self._names.setdefault(short, short)
+
+    def add(self, row: dict) -> None:
+        epoch = int_or_none(row.get("epoch"))
+        current = self._name(row.get("current_metric_name") or row.get("best_metric_name"))
+        value = num(row["current_metric"] if "current_metric" in row else row.get("best_metric"))
+        self.last = (epoch, current, value)
+        self.last_best = (
+            int_or_none(row.get("best_epoch")),
+            self._name(row.get("best_metric_name")),
+            num(row.get("best_metric")),
+        )
+        if row.get("is_best") is True:
+            self.best = (
+                epoch,
+                self._name(row.get("best_metric_name") or row.get("current_metric_name")),
+                num(row["best_metric"] if "best_metric" in row else row.get("current_metric")),
+            )
+        if epoch is not None:
+            self.by_epoch[epoch] = (current, value)
 
 
 @dataclass(frozen=True)
@@ -98,6 +145,7 @@ class MetricsReader:
         self.rows_parsed = 0
         self.non_finite: dict[str, int] = {}  # column -> NaN/Infinity/too-large values seen
         self.odd_epochs = 0  # rows whose epoch was out of range
+        self.checkpoint_rows = CheckpointRows()
 
     # -- reading -----------------------------------------------------------
 
@@ -231,6 +279,7 @@ class MetricsReader:
                     values.append(NAN)
         self._last_row = row
         self._stats = None
+        self.checkpoint_rows.add(row)
 
     # -- results -----------------------------------------------------------
 

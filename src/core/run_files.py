@@ -9,16 +9,13 @@ as notices: one line each, to record and show.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from collections.abc import Iterable
 
 from .runpath import fd_outside_run, outside_run
 from .safeio import NotRegularFile, open_regular, read_fd
 
 ARTIFACTS = ("status.json", "metrics.jsonl", "results.csv", "summary.json", "train_config.yaml")
 ARTIFACT_MAX_BYTES = 64 * 1024 * 1024
-MAX_METRICS_LINE = 1024 * 1024
 
 
 def outside_notice(name: str, real: str) -> str:
@@ -109,34 +106,3 @@ def artifacts_digest(artifacts: list[tuple[str, bytes]]) -> str:
     for name, data in artifacts:
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     return digest.hexdigest()
-
-
-def metrics_rows(run_dir: str) -> Iterable[dict]:
-    """The rows of the run's metrics.jsonl, streamed; malformed and over-long lines
-    skipped; nothing when it is not a regular file inside the run."""
-    try:
-        fd = _open_in_run(run_dir, os.path.join(run_dir, "metrics.jsonl"), "metrics.jsonl")
-    except (OSError, _Outside):
-        return
-    with os.fdopen(fd, "rb") as handle:
-        while True:
-            try:
-                line = handle.readline(MAX_METRICS_LINE)
-            except OSError:
-                return
-            if not line:
-                return
-            if not line.endswith(b"\n"):
-                if len(line) >= MAX_METRICS_LINE:  # too long: skip the rest of it
-                    while True:
-                        rest = handle.readline(MAX_METRICS_LINE)
-                        if not rest or rest.endswith(b"\n"):
-                            break
-                    continue
-                # an unfinished last line: still parse it if it is complete JSON
-            try:
-                row = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(row, dict):
-                yield row

@@ -12,7 +12,9 @@ import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
+from .checkpoints import Checkpoint, checkpoint_to_json
 from .discovery import deep_dirs_text
+from .hub_target import PushTarget
 from .text import printable
 
 SCHEMA_VERSION = 1
@@ -45,6 +47,10 @@ class RunInfo:
     problem: str | None = None  # e.g. "status.json unreadable: permission denied"
     activity: float = 0.0  # newest mtime of its files (sort key)
     gpu_indices: tuple[int, ...] = ()  # the GPUs its processes use now, sorted (set by Collector)
+    # status.json's started_at and updated_at as epoch seconds (range-checked; the JSON
+    # output keeps updated_at as the text status.json gives)
+    started_at: float | None = None
+    updated: float | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,16 @@ class SelectedRun:
     metrics: MetricsView
     log: LogView
     pushes: PushInfo | None = None
+    checkpoints: tuple[Checkpoint, ...] = ()  # weights/*.pt, ordered (core.checkpoints)
+    checkpoints_not_listed: int = 0  # beyond checkpoints.MAX_LISTED
+    push_default: str = "best.pt"  # what `p` pushes: best.pt, else last.pt
+    artifacts_target: PushTarget | None = None  # where pushing the small artifacts goes
+
+    def checkpoint(self, name: str) -> Checkpoint | None:
+        for c in self.checkpoints:
+            if c.name == name:
+                return c
+        return None
 
 
 @dataclass(frozen=True)
@@ -167,7 +183,9 @@ class GpuView:
     driver_version: str | None = None
     devices: tuple[GpuDevice, ...] = ()
     idle: bool = False  # every GPU under 5% and no running run
-    idle_since: float | None = None  # when the current idle stretch began
+    # how long the machine has been idle, by the one idle clock (core.idle, set by the
+    # Collector); None when busy or after a single look
+    idle_seconds: float | None = None
     warnings: tuple[str, ...] = ()  # straggler / starved sentences
     # "local": NVML's pids are this machine's; "host": NVML gives host pids (a container);
     # None: not known yet (inside a pid namespace, no GPU process seen)
@@ -217,7 +235,10 @@ class CostView:
     idle_seconds: float | None = None  # idle time seen since billing started (while watched)
     idle_spent: float | None = None
     idle_now_seconds: float | None = None  # the current idle stretch, None when busy
+    idle_now_spent: float | None = None  # what the current idle stretch has cost
     idle_minutes: float = 10.0  # banner threshold
+    idle_alert: bool = False  # the current stretch has lasted idle_minutes: the banner is up
+    disk_gb: float | None = None  # the allocated disk the stopped rate is for
     balance_left: float | None = None
     balance_runs_out_at: float | None = None  # epoch seconds
     warnings: tuple[str, ...] = ()
@@ -309,7 +330,10 @@ def run_to_json(r: RunInfo) -> dict:
     )
 
 
-def gpus_to_json(g: GpuView) -> dict:
+def gpus_to_json(g: GpuView, now: float | None = None) -> dict:
+    """`idle_since`: `now` less the idle seconds the idle clock counted (a gap in sampling
+    counts at most core.idle.GAP_CAP_S), so it agrees with the screen and the cost."""
+    idle = g.idle_seconds
     return _clean(
         {
             "available": g.available,
@@ -318,7 +342,8 @@ def gpus_to_json(g: GpuView) -> dict:
             "driver_version": g.driver_version,
             "pid_namespace": g.pid_namespace,
             "idle": g.idle,
-            "idle_since": iso(g.idle_since) if g.idle_since is not None else None,
+            "idle_seconds": idle,
+            "idle_since": iso(now - idle) if idle is not None and now is not None else None,
             "warnings": list(g.warnings),
             "devices": [
                 {
@@ -372,6 +397,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
             },
             "log_tail": list(s.selected.log.lines[-LOG_TAIL_LEN:]),
             "log_problem": s.selected.log.problem,
+            "checkpoints": [checkpoint_to_json(c) for c in s.selected.checkpoints],
         }
     pushes = None
     if s.selected is not None and s.selected.pushes is not None:
@@ -389,7 +415,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "deep_dirs_skipped": s.deep_dirs_skipped,
             "runs": [run_to_json(r) for r in s.runs],
             "selected": selected,
-            "gpus": gpus_to_json(s.gpus) if s.gpus is not None else None,
+            "gpus": gpus_to_json(s.gpus, s.generated_at) if s.gpus is not None else None,
             "system": system_to_json(s.system) if s.system is not None else None,
             "cost": cost_to_json(s.cost) if s.cost is not None else None,
             "pushes": pushes,

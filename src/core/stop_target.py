@@ -33,7 +33,8 @@ from datetime import datetime, timezone
 
 import psutil
 
-CREATE_TIME_SLACK_S = 2.0  # psutil create_time recorded at launch vs. now
+from .launch_records import CREATE_TIME_SLACK_S  # the start time recorded at launch vs. now
+
 START_BEFORE_S = 600.0  # the process may start up to 10 min before status.json's started_at
 START_AFTER_S = 60.0  # ... and up to 1 min after it (started_at has one-second precision)
 GONE = "gone"  # verify(): the process has exited, nothing to stop

@@ -3,6 +3,10 @@
 One `refresh(now, selected)` call stats what changed, reads only new bytes and
 returns a new immutable Snapshot. Readers keep their offsets between calls, so
 a refresh costs what was appended, not the size of the files.
+
+A refresh only reads. Launches recorded in `<root>/.rgpu/launches.jsonl` are matched
+to the runs found on disk every time (core.launch_runs.match_launches); nothing is
+written back: the commands that act write their own records.
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ from collections import OrderedDict
 from dataclasses import replace
 from stat import S_ISDIR, S_ISREG
 
+from .checkpoints import CheckpointLister, artifacts_target, default_checkpoint, metrics_inside
+from .config import Settings
 from .discovery import RUN_MARKERS, RunFinder
-from .hub import pushes_path, read_pushes
-from .launch import LaunchRecord, launch_state, launches_path, read_launches, record_run_dir
-from .metrics import MetricsReader
+from .hub_target import ARTIFACTS_REQUEST, PushTarget
+from .launch_records import LaunchRecord, launches_path, read_launches
+from .launch_runs import RunOnDisk, launch_alive, match_launches, state_without_run
+from .metrics import CheckpointRows, MetricsReader
+from .push_records import push_info, pushes_path, read_pushes
 from .snapshot import (
     SERIES_LEN,
     LogView,
@@ -29,7 +37,7 @@ from .snapshot import (
 )
 from .status import PidWatch, StatusNumbers, StatusReader, derive_state, stall_limit
 from .tail import LogTail
-from .values import EPOCHS, checked, parse_time
+from .values import EPOCHS, checked
 from .values import num as _num
 
 LOG_NAME = "train.log"
@@ -84,6 +92,8 @@ class RunWatcher:
         self._metrics_view: tuple[int, MetricsView] | None = None
         self._pushes: tuple[tuple, PushInfo] | None = None
         self._pid = PidWatch()
+        self._checkpoints: CheckpointLister | None = None
+        self._metrics_inside: tuple[int, bool] | None = None  # (metrics generation, inside)
         self.odd_files: list[str] = []  # set by activity()
 
     def close(self) -> None:
@@ -242,7 +252,31 @@ class RunWatcher:
             model=model,
             problem="; ".join(problems) or None,
             activity=activity,
+            started_at=started_at,
+            updated=nums.updated_at,
         )
+
+    def artifacts_target(self, settings) -> PushTarget:
+        if self._checkpoints is None:
+            self._checkpoints = CheckpointLister(self.run_dir)
+        return self._checkpoints.target(settings, ARTIFACTS_REQUEST)
+
+    def checkpoints(self, settings, now: float | None = None) -> tuple:
+        """(checkpoints, how many were not listed) of weights/, with the epoch and metric
+        each holds by the rows this run's MetricsReader has read (none from a
+        results.csv, or from a metrics.jsonl that resolves outside the run: what a push
+        would read, core.checkpoints.checkpoint_rows)."""
+        if self._checkpoints is None:
+            self._checkpoints = CheckpointLister(self.run_dir)
+        gen = self.metrics.generation  # a symlink swapped to another file bumps it too
+        if self._metrics_inside is None or self._metrics_inside[0] != gen:
+            self._metrics_inside = (gen, metrics_inside(self.run_dir))
+        rows = self.metrics.checkpoint_rows
+        usable = self.metrics.source == "metrics.jsonl" and self._metrics_inside[1]
+        if not usable:
+            rows = CheckpointRows()
+        listed = self._checkpoints.checkpoints(rows, settings, rows_key=(gen, usable), now=now)
+        return listed, self._checkpoints.not_listed
 
     def push_info(self) -> PushInfo | None:
         """From pushes.jsonl (re-read only when it changed) and one stat of best.pt."""
@@ -258,27 +292,11 @@ class RunWatcher:
             return self._pushes[1]
         info = None
         if key[0] is not None:
-            records = read_pushes(self.run_dir)
-            ok = [r for r in records if r.get("outcome") in ("ok", "skipped")]
-            last = records[-1] if records else {}
-            good = ok[-1] if ok else {}
-            best_changed = None
-            best_ok = [r for r in ok if r.get("file") == "best.pt"]
-            if best_ok and key[1] is not None:
-                pushed = best_ok[-1]
-                at = parse_time(pushed.get("time"))
-                size_differs = pushed.get("size") != key[1][1]
-                newer = at is not None and key[1][2] / 1e9 > at + 1.0
-                best_changed = bool(size_differs or newer)
-            info = PushInfo(
-                last_ok_file=good.get("file"),
-                last_ok_epoch=checked(good.get("epoch"), EPOCHS, integer=True)[0],
-                last_ok_at=parse_time(good.get("time")),
-                last_ok_url=good.get("commit_url"),
-                last_outcome=last.get("outcome"),
-                last_error=last.get("error"),
-                best_changed=best_changed,
-                attempts=len(records),
+            best = key[1]
+            info = push_info(
+                read_pushes(self.run_dir),
+                best[1] if best is not None else None,
+                best[2] / 1e9 if best is not None else None,
             )
         self._pushes = (key, info)
         return info
@@ -319,8 +337,11 @@ class RunWatcher:
 class RunsWatcher:
     """Watches a runs root (or a single run directory) and builds Snapshots."""
 
-    def __init__(self, root: str, log_keep: int = 1000):
+    def __init__(self, root: str, log_keep: int = 1000, settings: Settings | None = None):
+        """settings: hub_repo and hub_path, for where the selected run's checkpoints
+        would be pushed (core.hub_target)."""
         self.root = os.path.abspath(root)
+        self.settings = settings or Settings()
         self.finder = RunFinder(self.root)
         self.log_keep = log_keep
         self._runs: dict[str, RunWatcher] = {}
@@ -329,6 +350,8 @@ class RunsWatcher:
         self._launch_key: tuple | None = None
         self._launch_records: list[LaunchRecord] = []
         self._launch_final: dict[str, RunInfo] = {}  # died launches (final)
+        self._ended: set[str] = set()  # launches whose process has ended
+        self._matched: tuple | None = None  # ((records key, runs), match) once settled
         self._log_paths: dict[str, str] = {}  # pseudo run -> its console log
 
     def _name(self, run_dir: str) -> str:
@@ -376,7 +399,7 @@ class RunsWatcher:
                 info = replace(info, problem=problem)
             infos.append(info)
         try:
-            infos.extend(self._launch_runs(now, {i.pid for i in infos if i.pid is not None}))
+            infos.extend(self._launch_runs(now, infos))
         except Exception as exc:  # a bad launches.jsonl must not hide the runs
             launches_problem = f"launches.jsonl could not be read: {describe(exc)}"
         else:
@@ -393,7 +416,7 @@ class RunsWatcher:
             chosen = runs[0].run_dir
         sel = None
         if chosen is not None:
-            sel = self._selected(chosen)
+            sel = self._selected(chosen, now)
         problem = launches_problem
         if not runs and problem is None:
             problem = (
@@ -410,12 +433,14 @@ class RunsWatcher:
             deep_dirs_skipped=self.finder.deep_skipped,
         )
 
-    def _selected(self, chosen: str) -> SelectedRun:
+    def _selected(self, chosen: str, now: float) -> SelectedRun:
         """The selected run's metrics, log and pushes; a reader bug in one of them is
         that pane's problem, not a failed refresh."""
         watcher = self._runs.get(chosen)
         metrics = MetricsView(None, ())
         pushes = None
+        checkpoints, not_listed = (), 0
+        target = None
         if watcher is not None:
             try:
                 metrics = watcher.metrics_view()
@@ -425,17 +450,31 @@ class RunsWatcher:
                 pushes = watcher.push_info()
             except Exception:  # pushes.jsonl is ours; a bad one shows as no pushes
                 pushes = None
+            try:
+                checkpoints, not_listed = watcher.checkpoints(self.settings, now)
+            except Exception:  # a reader bug: no checkpoints listed (a push says why)
+                checkpoints, not_listed = (), 0
+            target = watcher.artifacts_target(self.settings)
         try:
             log = self._log_view(chosen)
         except Exception as exc:
             self._logs.pop(chosen, None)
             log = LogView(path=chosen, lines=(), problem=f"could not be read: {describe(exc)}")
-        return SelectedRun(run_dir=chosen, metrics=metrics, log=log, pushes=pushes)
+        return SelectedRun(
+            run_dir=chosen,
+            metrics=metrics,
+            log=log,
+            pushes=pushes,
+            checkpoints=checkpoints,
+            checkpoints_not_listed=not_listed,
+            push_default=default_checkpoint(checkpoints),
+            artifacts_target=target or artifacts_target(self.settings, chosen),
+        )
 
-    def _launch_runs(self, now: float, known_pids: set[int]) -> list[RunInfo]:
-        """Runs launched from the app or `rgpu-tui launch` that have no status.json yet:
-        "starting" (console log as their log) or, when the process died first, "failed"
-        with the console log's last lines as the error."""
+    def _launch_runs(self, now: float, found: list[RunInfo]) -> list[RunInfo]:
+        """Runs launched from the app or `rgpu-tui launch` that have no run directory among
+        the runs found: "starting" (console log as their log) or, when the process died
+        first, "failed" with the console log's last lines as the error. Reads only."""
         path = launches_path(self.root)
         try:
             st = os.stat(path)
@@ -445,45 +484,31 @@ class RunsWatcher:
         if key != self._launch_key:
             self._launch_key = key
             self._launch_records = read_launches(self.root) if key else []
-        out = []
         self._log_paths = {}
+        if not self._launch_records:
+            return []
+        on_disk = tuple(RunOnDisk(i.run_dir, i.pid, i.started_at) for i in found)
+        if self._matched is not None and self._matched[0] == (key, on_disk):
+            matched = self._matched[1]  # the same inputs, and no launch left running unmatched
+        else:
+            records = self._launch_records
+            matched = match_launches(records, on_disk, self.root, alive=self._alive)
+            settled = all(
+                r.id in matched or r.died_error or r.returncode is not None or r.id in self._ended
+                for r in records
+            )
+            self._matched = ((key, on_disk), matched) if settled else None
+        out = []
         for record in self._launch_records:
-            if record.run_dir or record.pid in known_pids:
+            if record.id in matched:
                 continue  # its run directory is watched like any other
             pseudo = os.path.join(self.root, ".rgpu", "launch", record.id)
             info = self._launch_final.get(pseudo)
             if info is None:
-                state = launch_state(record, now)
+                state = state_without_run(record, now)
                 if state.state == "started":
-                    if state.run_dir:
-                        try:  # found once: later refreshes read it from the record
-                            record_run_dir(self.root, record.id, state.run_dir)
-                        except OSError:
-                            pass
-                    continue
-                info = RunInfo(
-                    run_dir=pseudo,
-                    name=f"{record.name} (launch)",
-                    state="starting" if state.state == "starting" else "failed",
-                    status_state=None,
-                    pid=record.pid,
-                    pid_alive=state.state == "starting",
-                    current_epoch=None,
-                    total_epochs=None,
-                    progress=None,
-                    eta_seconds=None,
-                    elapsed_seconds=state.elapsed,
-                    mean_epoch_seconds=None,
-                    best_metric=None,
-                    best_metric_name=None,
-                    best_epoch=None,
-                    updated_at=None,
-                    error=state.error,
-                    problem="launched; waiting for status.json (console log below)"
-                    if state.state == "starting"
-                    else None,
-                    activity=record.time,
-                )
+                    continue  # found on disk after this refresh's scan: the next one shows it
+                info = self._launch_info(record, pseudo, state)
                 if state.state == "died":
                     self._launch_final[pseudo] = info
             if info.state == "failed" and now - record.time > DIED_LAUNCH_SHOWN_S:
@@ -491,6 +516,41 @@ class RunsWatcher:
             self._log_paths[pseudo] = record.console_log
             out.append(info)
         return out
+
+    def _alive(self, record: LaunchRecord) -> bool:
+        """launch_alive, remembering the launches that have ended (they never run again)."""
+        if record.id in self._ended:
+            return False
+        if launch_alive(record):
+            return True
+        self._ended.add(record.id)
+        return False
+
+    @staticmethod
+    def _launch_info(record: LaunchRecord, pseudo: str, state) -> RunInfo:
+        return RunInfo(
+            run_dir=pseudo,
+            name=f"{record.name} (launch)",
+            state="starting" if state.state == "starting" else "failed",
+            status_state=None,
+            pid=record.pid,
+            pid_alive=state.state == "starting",
+            current_epoch=None,
+            total_epochs=None,
+            progress=None,
+            eta_seconds=None,
+            elapsed_seconds=state.elapsed,
+            mean_epoch_seconds=None,
+            best_metric=None,
+            best_metric_name=None,
+            best_epoch=None,
+            updated_at=None,
+            error=state.error,
+            problem="launched; waiting for status.json (console log below)"
+            if state.state == "starting"
+            else None,
+            activity=record.time,
+        )
 
     def _log_view(self, run_dir: str) -> LogView:
         entry = self._logs.pop(run_dir, None)

@@ -11,7 +11,6 @@ disk or a busy app never piles refreshes up.
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -23,21 +22,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, OptionList
 
+from ..core.auto_push import AutoPusher
 from ..core.collect import Collector
 from ..core.config import Settings
 from ..core.events import EventEngine
 from ..core.gpu_probe import gpu_preflight, preflight_to_text
-from ..core.hub import (
-    ARTIFACTS_REQUEST,
-    PushEvent,
-    PushQueue,
-    PushRequest,
-    checkpoint_info,
-    file_for_arg,
-)
+from ..core.hub import ARTIFACTS_REQUEST, PushEvent, PushQueue, PushRequest
 from ..core.launch import LaunchRecord, stop_run
 from ..core.resume import ResumeError, ResumePlan, plan_resume, start_resume
-from ..core.snapshot import Snapshot, fmt_duration, fmt_number
+from ..core.snapshot import SelectedRun, Snapshot, fmt_duration, fmt_number
 from ..core.text import printable
 from . import compat
 from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
@@ -104,6 +97,7 @@ class RgpuApp(App[int]):
         self.settings = settings or Settings()
         # one queue, one upload at a time: its threads start on the first push
         self.push_queue = PushQueue(self.settings, self._push_event_from_thread)
+        self.auto_pusher = AutoPusher(self.settings)
         self._exiting = False  # on_unmount closed the queue
         self._push_progress: dict = {}
         self._stop_screen: ReportScreen | None = None
@@ -215,7 +209,7 @@ class RgpuApp(App[int]):
             return
         if self.settings.auto_push != "off":
             with self._lock:
-                requests = self.collector.auto_push_requests(snap)
+                requests = self.auto_pusher.requests(snap, self.collector.runs)
             for req in requests:
                 self._submit_push(req)
         self.post_message(SnapshotReady(snap))
@@ -260,7 +254,7 @@ class RgpuApp(App[int]):
         if runs.border_title != title:  # setting it repaints the whole list
             runs.border_title = title
         runs.show_runs(snap.runs, sel_dir, snap.deep_dirs_skipped)
-        self.gpu_pane.show(snap.gpus, snap.system, snap.runs, snap.generated_at)
+        self.gpu_pane.show(snap.gpus, snap.system, snap.runs)
         self.cost_strip.show(snap.cost)
         if self.idle_banner.show(snap.cost):
             self.bell()  # once, when the idle banner appears
@@ -295,81 +289,73 @@ class RgpuApp(App[int]):
 
     def action_push(self) -> None:
         """`p`: best.pt of the selected run (last.pt when there is no best.pt)."""
-        run_dir = self._selected_dir()
-        if run_dir is not None:
-            self._confirm_push(run_dir, file_for_arg(None, run_dir))
+        sel = self._selected_run()
+        if sel is not None:
+            self._confirm_push(sel, sel.push_default)
 
     def action_push_pick(self) -> None:
-        """`P`: pick best.pt, last.pt, an epoch_N.pt, or the small artifacts only."""
-        run_dir = self._selected_dir()
-        if run_dir is None:
+        """`P`: pick best.pt, last.pt, an epoch_N.pt, or the small artifacts only (the
+        selected run's checkpoints, as the last Snapshot lists them)."""
+        sel = self._selected_run()
+        if sel is None:
             return
-        try:
-            names = os.listdir(os.path.join(run_dir, "weights"))
-        except OSError:
-            names = []
-
-        def order(name: str) -> tuple:
-            m = re.fullmatch(r"epoch_(\d+)\.pt", name)
-            return (
-                0 if name == "best.pt" else 1 if name == "last.pt" else 2,
-                int(m[1]) if m else 0,
-            )
-
-        choices = [(n, n) for n in sorted((n for n in names if n.endswith(".pt")), key=order)]
+        choices = [(c.name, c.name) for c in sel.checkpoints]
         choices.append((ARTIFACTS_REQUEST, "small artifacts only (status, metrics, config)"))
+        title = "push which file?"
+        if sel.checkpoints_not_listed:
+            title += f" ({sel.checkpoints_not_listed} older not listed)"
 
         def picked(file: str | None) -> None:
             if file:
-                self._confirm_push(run_dir, file)
+                self._confirm_push(sel, file)
 
-        self.push_screen(PickScreen("push which file?", choices), picked)
+        self.push_screen(PickScreen(title, choices), picked)
 
-    def _selected_dir(self) -> str | None:
+    def _selected_run(self) -> SelectedRun | None:
         snap = self.snapshot
         if snap is None or snap.selected is None:
             self.notify("No run selected.", severity="warning")
             return None
-        return snap.selected.run_dir
+        return snap.selected
 
-    def _confirm_push(self, run_dir: str, file: str) -> None:
-        repo = self.settings.hub_repo
-        if not repo:
-            self.notify(
-                "No Hub repo set: --hub-repo ORG/NAME, RGPU_HUB_REPO, or hub_repo in the config.",
-                severity="error",
-                timeout=10,
-            )
-            return
-        run = os.path.basename(run_dir)
+    def _confirm_push(self, sel: SelectedRun, file: str) -> None:
+        """The confirm dialog, from what the Snapshot says of the file and its target
+        (core.hub_target.push_target: the push itself goes where it says)."""
         body = Text()
         if file == ARTIFACTS_REQUEST:
+            target = sel.artifacts_target
+            if target is None or target.problem:
+                self._push_refused(target.problem if target else "no target")
+                return
             body.append("The run's small artifacts (status.json, metrics.jsonl, results.csv, ")
             body.append("summary.json, train_config.yaml).\n")
-            target = f"{repo}: {run}/"
+            where = f"{target.folder}/" if target.folder else "the top of the repo"
         else:
-            info = checkpoint_info(run_dir, file)
-            if not info["exists"]:
-                self.notify(f"{info['path']} does not exist.", severity="error")
+            c = sel.checkpoint(file)
+            target = c.target if c is not None else sel.artifacts_target
+            if target is not None and target.repo_problem:
+                self._push_refused(target.repo_problem)
                 return
-            if info["problem"]:  # outside the run, or a FIFO: say so before any push
-                self.notify(printable(info["problem"]), severity="error", timeout=10, markup=False)
+            if c is None or not c.exists:
+                path = c.path if c is not None else os.path.join(sel.run_dir, "weights", file)
+                self.notify(f"{path} does not exist.", severity="error")
                 return
-            size = info["size"] or 0
+            if c.problem or target.problem:  # outside the run, a FIFO, a bad hub_path
+                self._push_refused(c.problem or target.problem)
+                return
             # printable before Text, which would drop a BEL or CR unseen
-            body.append(printable(info["path"]) + "\n", style="bold")
-            body.append(f"{size / 1e6:.1f} MB")
-            if info["epoch"] is not None:
-                body.append(f", epoch {info['epoch']}")
-            if info["metric"] is not None:
-                name = printable(info["metric_name"] or "metric")
-                body.append(f", {name} {fmt_number(info['metric'])}")
+            body.append(printable(c.path) + "\n", style="bold")
+            body.append(f"{(c.size or 0) / 1e6:.1f} MB")
+            if c.epoch is not None:
+                body.append(f", epoch {c.epoch}")
+            if c.metric is not None:
+                body.append(f", {printable(c.metric_name or 'metric')} {fmt_number(c.metric)}")
             body.append("\n")
-            path = self.settings.hub_path.replace("{run}", run).replace("{file}", info["name"])
-            target = f"{repo}: {path}"
+            where = target.path
         body.append("to ")
-        body.append(printable(target), style="bold")
+        body.append(printable(f"{target.repo}: {where}"), style="bold")
         body.append("\n(with the run's small artifacts, in one commit; a new repo is private)")
+        run_dir = sel.run_dir
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -378,6 +364,9 @@ class RgpuApp(App[int]):
         self.push_screen(
             ConfirmScreen("push to the Hugging Face Hub", body, "enter: push"), answered
         )
+
+    def _push_refused(self, why: str | None) -> None:
+        self.notify(printable(why or "cannot push"), severity="error", timeout=10, markup=False)
 
     def _submit_push(self, req: PushRequest) -> None:
         """From the UI thread (a key) or the refresher's (auto-push): the one queue."""

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from support.hub_server import HubServer
 
+from rgpu_tui.core.checkpoints import checkpoint_epoch_metric
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.hub import (
     NO_TOKEN,
@@ -35,12 +36,12 @@ from rgpu_tui.core.hub import (
     PushRequest,
     PushResult,
     auto_push_requests,
-    checkpoint_info,
     last_push,
     push,
     pushes_path,
     read_pushes,
 )
+from rgpu_tui.core.watch import RunsWatcher
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 ARTIFACTS = ("status.json", "metrics.jsonl", "results.csv", "summary.json", "train_config.yaml")
@@ -623,23 +624,39 @@ def test_records_survive_a_torn_last_line(hub, run) -> None:
     assert read_pushes(str(run / "nowhere")) == []
 
 
-def test_checkpoint_info(run) -> None:
+def test_checkpoints_in_the_snapshot_and_as_a_push_reads_them(run) -> None:
+    """The selected run's checkpoints (what the push dialogs show) hold the epoch and metric
+    a push records (checkpoint_epoch_metric reads metrics.jsonl itself)."""
     weights = run / "weights"
     (weights / "last.pt").write_bytes(checkpoint_bytes(1000, 2))
     (weights / "epoch_5.pt").write_bytes(checkpoint_bytes(1000, 3))
-    best = checkpoint_info(str(run), "best.pt")
-    assert best["exists"] and best["size"] == (weights / "best.pt").stat().st_size
-    assert (best["epoch"], best["metric_name"], best["metric"]) == (37, "mAP50-95", 0.4123)
-    last = checkpoint_info(str(run), "last.pt")
-    assert (last["epoch"], last["metric_name"]) == (40, "mAP50-95")
-    epoch5 = checkpoint_info(str(run), "epoch_5.pt")
-    assert (epoch5["epoch"], epoch5["metric"]) == (5, 0.2)
-    missing = checkpoint_info(str(run), "epoch_9.pt")
-    assert not missing["exists"] and missing["size"] is None and missing["epoch"] == 9
+    (weights / "epoch_12.pt").write_bytes(checkpoint_bytes(1000, 4))
+    watcher = RunsWatcher(str(run.parent), settings=Settings(hub_repo="alice/ckpts"))
+
+    def listed() -> dict:
+        sel = watcher.refresh(time.time(), selected=str(run)).selected
+        return {c.name: c for c in sel.checkpoints}
+
+    got = listed()
+    assert list(got) == ["best.pt", "last.pt", "epoch_5.pt", "epoch_12.pt"]
+    best = got["best.pt"]
+    assert best.exists and best.size == (weights / "best.pt").stat().st_size
+    assert (best.epoch, best.metric_name, best.metric) == (37, "mAP50-95", 0.4123)
+    assert (got["last.pt"].epoch, got["last.pt"].metric_name) == (40, "mAP50-95")
+    assert (got["epoch_5.pt"].epoch, got["epoch_5.pt"].metric) == (5, 0.2)
+    assert best.target.path == "exp1/best.pt" and best.target.repo == "alice/ckpts"
+    for name, c in got.items():
+        assert checkpoint_epoch_metric(str(run), name) == (c.epoch, c.metric_name, c.metric)
+    assert checkpoint_epoch_metric(str(run), "epoch_99.pt") == (99, None, None)  # no row
+    # best.pt rewritten in place (the folder's mtime does not change): its new size shows
+    (weights / "best.pt").write_bytes(checkpoint_bytes(5000, 5))
+    assert listed()["best.pt"].size == (weights / "best.pt").stat().st_size
     (run / "metrics.jsonl").write_text('{"epoch": 1, "is_best": true\nnot json\n')
-    assert checkpoint_info(str(run), "best.pt")["epoch"] is None
+    assert listed()["best.pt"].epoch is None
+    assert checkpoint_epoch_metric(str(run), "best.pt") == (None, None, None)
     (run / "metrics.jsonl").unlink()
-    assert checkpoint_info(str(run), "last.pt")["epoch"] is None
+    assert listed()["last.pt"].epoch is None
+    assert checkpoint_epoch_metric(str(run), "last.pt") == (None, None, None)
 
 
 def test_auto_push_best(hub, run) -> None:

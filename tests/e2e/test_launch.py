@@ -30,9 +30,9 @@ from rgpu_tui.core.launch import (
     launch_state,
     make_spec,
     read_launches,
-    refresh_launches,
     stop_run,
 )
+from rgpu_tui.core.launch_runs import match_launches, runs_on_disk
 
 pytestmark = pytest.mark.training
 
@@ -117,11 +117,12 @@ def test_launch_completes_and_is_found(trained_dataset: Path, project: Path) -> 
     assert st.get("state") == "completed", _console(record)
     assert st["pid"] == record.pid
     assert find_run_dir(str(project), record.pid, "run", started_after=record.time) == run_dir
-    # the launcher's reaper recorded the exit; the run dir is recorded once found
+    # the launcher's reaper recorded the exit; the run is found from the records and the
+    # runs on disk, without writing (only `rgpu-tui launch` records the run directory)
     wait_until(lambda: read_launches(str(project))[0].returncode == 0, "the exit record", 10)
-    refresh_launches(str(project), time.time())
     (saved,) = read_launches(str(project))
-    assert saved.run_dir == run_dir and saved.returncode == 0
+    assert saved.run_dir is None and saved.returncode == 0
+    assert match_launches([saved], runs_on_disk(str(project)), str(project)) == {saved.id: run_dir}
     with pytest.raises(psutil.NoSuchProcess):  # reaped: no zombie
         psutil.Process(record.pid).status()
     log = Path(record.console_log).read_text()

@@ -204,31 +204,28 @@ def test_a_fifo_metrics_jsonl_neither_hangs_the_push_nor_the_confirm(hub, tmp_pa
     assert proc.stderr == "rgpu-tui: metrics.jsonl skipped: not a regular file\n"
     [commit] = hub.commits(REPO)
     assert commit.message == "exp1: best.pt"
-    info = run_python(
-        f"""
-        import json
-        from rgpu_tui.core.hub import checkpoint_info
-        print(json.dumps(checkpoint_info({str(run)!r}, "best.pt")))
-        """
-    )
-    assert json.loads(info.stdout)["epoch"] is None, info.stderr
+    info = run_python(SELECTED_CHECKPOINTS.format(run=str(run)))
+    assert json.loads(info.stdout)["best.pt"]["epoch"] is None, info.stderr
+
+
+SELECTED_CHECKPOINTS = """
+import json, time
+from rgpu_tui.core.watch import RunsWatcher
+snap = RunsWatcher({run!r}).refresh(time.time(), selected={run!r})
+print(json.dumps({{c.name: {{"exists": c.exists, "problem": c.problem, "epoch": c.epoch}}
+                  for c in snap.selected.checkpoints}}))
+"""
 
 
 def test_a_fifo_checkpoint_and_metrics_in_the_confirm_dialog(tmp_path) -> None:
-    """What the app's push confirm asks (checkpoint_info) never blocks, and says why a FIFO
-    best.pt cannot be pushed."""
+    """What the app's push confirm shows (the Snapshot's checkpoints, built by the refresh)
+    never blocks, and says why a FIFO best.pt cannot be pushed."""
     run = make_hub_run(tmp_path / "runs")
     for path in (run / "metrics.jsonl", run / "weights" / "best.pt"):
         path.unlink()
         os.mkfifo(path)
-    info = run_python(
-        f"""
-        import json
-        from rgpu_tui.core.hub import checkpoint_info
-        print(json.dumps(checkpoint_info({str(run)!r}, "best.pt")))
-        """
-    )
-    got = json.loads(info.stdout)
+    info = run_python(SELECTED_CHECKPOINTS.format(run=str(run)))
+    got = json.loads(info.stdout)["best.pt"]
     assert (got["exists"], got["problem"], got["epoch"]) == (
         True, "best.pt is not a regular file", None,
     )  # fmt: skip

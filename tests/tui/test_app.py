@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -230,3 +231,15 @@ async def test_refresh_goes_on_while_a_dialog_is_open(runs_root):
         assert app.refresh_error is None
         assert "epoch 31/100" in rendered(app.query_one(RunHeader))  # the pane behind the dialog
         await pilot.press("escape")
+
+
+async def test_the_header_formats_the_update_time_the_snapshot_carries(runs_root):
+    """RunInfo.updated is the number; the header shows it and parses no text."""
+    app = make_app(runs_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        snap = app.snapshot
+        run = replace(snap.selected_run, updated_at="not a time", updated=snap.generated_at - 75)
+        app.run_header.show(run, snap.generated_at)
+        await pilot.pause()
+        assert "updated 1m15s ago" in rendered(app.run_header)

@@ -89,3 +89,37 @@ async def test_idle_banner_appears_after_idle_minutes_and_rings_once(runs_root):
         # 870 s idle at `end` (14.5 min), and the bell did not ring again
         assert banner.has_class("-on")
         assert rendered(banner).startswith("Idle 14 min — $0.84 spent idle at $3.48/h.")
+
+
+async def test_the_gpu_header_and_the_banner_read_one_idle_clock(runs_root):
+    """A gap in sampling (the machine suspended, the app stalled) longer than the cap
+    counts 2 minutes of idle time: in the banner, the idle money and the GPU header alike
+    (the header used to count the whole gap)."""
+    shutil.rmtree(runs_root.root / "live_exp")  # no running run: the simulated GPUs idle
+    start = runs_root.now
+    times = iter([start, start + 60.0, start + 60.0 + 3600.0])
+    now = [start]
+
+    def clock() -> float:
+        now[0] = next(times, now[0])
+        return now[0]
+
+    app = RgpuApp(
+        root=str(runs_root.root),
+        interval=0.02,
+        clock=clock,
+        fake_gpus=2,
+        settings=Settings(price_per_hour=3.6, idle_minutes=2),
+    )
+    async with app.run_test(size=(80, 24)) as pilot:
+        banner = app.query_one(IdleBanner)
+        await wait_for(
+            pilot, lambda: app.snapshot is not None and app.snapshot.generated_at == now[0] > start
+        )
+        await wait_for(pilot, lambda: app.snapshot.generated_at == start + 3660.0)
+        await pilot.pause()
+        # 60 s seen, then a 3600 s gap that counts 120 s: 3 minutes
+        assert app.snapshot.cost.idle_now_seconds == 180.0
+        assert app.snapshot.gpus.idle_seconds == 180.0
+        assert "IDLE 3m00s" in app.gpu_pane._rows[0].plain
+        assert rendered(banner).startswith("Idle 3 min — $0.18 spent idle at $3.60/h.")

@@ -113,7 +113,7 @@ async def test_a_gpu_reading_repaints_only_its_cells(runs_root, monkeypatch) -> 
             snap.gpus, devices=(snap.gpus.devices[0], replace(d1, power_w=d1.power_w + 7))
         )
         before = pane._rows[2].plain
-        pane.show(gpus, snap.system, snap.runs, snap.generated_at)
+        pane.show(gpus, snap.system, snap.runs)
         after = pane._rows[2].plain
         assert len(marked) == 1
         (regions, kwargs) = marked[0]
@@ -125,7 +125,7 @@ async def test_a_gpu_reading_repaints_only_its_cells(runs_root, monkeypatch) -> 
         assert region.width <= 5  # the power digits, not the row
 
         marked.clear()
-        pane.show(gpus, snap.system, snap.runs, snap.generated_at)  # nothing new
+        pane.show(gpus, snap.system, snap.runs)  # nothing new
         assert marked == []
 
 

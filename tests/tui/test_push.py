@@ -3,14 +3,21 @@ against the local Hub server, the push bar, the notice, the header's last push."
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+import os
+import re
 import shutil
+import threading
 
 import pytest
 from e2e.test_hub_push import HF, TOKENS, WRITE_TOKEN, checkpoint_bytes, make_run, token_nowhere
 from support.hub_server import HubServer
+from textual.widgets import OptionList
 
 from rgpu_tui.core.config import Settings
+from rgpu_tui.core.push_records import read_pushes
+from rgpu_tui.core.snapshot import fmt_number
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen
 
@@ -109,3 +116,106 @@ async def test_no_repo_set_says_how_to_set_one(tmp_path):
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
         assert any("--hub-repo" in n and "RGPU_HUB_REPO" in n for n in notices(app))
+
+
+def shown_target(app) -> str:
+    """The target the open confirm dialog names ("alice/ckpts: PATH")."""
+    body = str(app.screen.query_one("#body").render())
+    [target] = re.findall(r"^to alice/ckpts: (.+)$", body, flags=re.M)
+    return target
+
+
+@pytest.mark.parametrize("hub_path", ["models/{run}/ckpt/{file}", "./models//{run}/./{file}"])
+async def test_the_dialog_shows_the_path_that_is_pushed(tmp_path, hub, hub_path):
+    """A custom hub_path: the path in the confirm dialog is the path of the commit and of
+    the record, for a checkpoint and for the artifacts (issue 14, item 2)."""
+    run = make_run(tmp_path / "runs")
+    settings = Settings(hub_repo="alice/ckpts", hub_path=hub_path)
+    app = RgpuApp(root=str(run.parent), interval=3600, fake_gpus=1, settings=settings)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        shown = shown_target(app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("Pushed best.pt" in n for n in notices(app)), 60)
+        [commit] = hub.commits("alice/ckpts")
+        assert shown in commit.changed
+        assert read_pushes(str(run))[-1]["path"] == shown
+        assert hub.file_bytes("alice/ckpts", shown) == (run / "weights" / "best.pt").read_bytes()
+
+        await pilot.press("P")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
+        await pilot.press("down", "enter")  # best.pt, artifacts
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        folder = shown_target(app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(read_pushes(str(run))) == 2, 60)
+        record = read_pushes(str(run))[-1]
+        assert record["outcome"] in ("ok", "skipped") and record["file"] == "artifacts"
+        assert folder == record["path"] + "/" == shown.rpartition("/")[0] + "/"
+        assert f"{record['path']}/status.json" in hub.commits("alice/ckpts")[-1].files
+
+
+async def test_a_hub_path_outside_the_repo_is_refused_before_the_dialog(tmp_path):
+    run = make_run(tmp_path / "runs")
+    settings = Settings(hub_repo="alice/ckpts", hub_path="../{file}")
+    app = RgpuApp(root=str(run.parent), interval=3600, fake_gpus=1, settings=settings)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("p")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmScreen)
+        why = "hub_path '../{file}' gives '../best.pt', not a path inside the repo"
+        assert why in notices(app)
+
+
+async def test_the_push_dialogs_show_the_snapshot_and_read_no_file(tmp_path, monkeypatch):
+    """`p` and `P` list, size and describe the checkpoints from the Snapshot the refresh
+    built; the UI thread opens, stats and lists nothing of the run (a slow disk would
+    freeze the screen)."""
+    run = make_run(tmp_path / "runs")
+    weights = run / "weights"
+    shutil.copy(weights / "best.pt", weights / "last.pt")
+    (weights / "epoch_5.pt").write_bytes(checkpoint_bytes(1000, 3))
+    app = RgpuApp(
+        root=str(run.parent), interval=3600, fake_gpus=1, settings=Settings(hub_repo="a/b")
+    )
+    ui_io: list[tuple[str, str]] = []
+    ui = threading.main_thread()
+
+    def watched(name: str, real):
+        def call(path, *args, **kwargs):
+            if threading.current_thread() is ui and str(path).startswith(str(run)):
+                ui_io.append((name, str(path)))
+            return real(path, *args, **kwargs)
+
+        return call
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        sel = app.snapshot.selected
+        assert [c.name for c in sel.checkpoints] == ["best.pt", "last.pt", "epoch_5.pt"]
+        (weights / "epoch_5.pt").unlink()  # gone since: the dialogs show the Snapshot
+        for name in ("stat", "lstat", "listdir", "scandir", "open"):
+            monkeypatch.setattr(os, name, watched(name, getattr(os, name)))
+        monkeypatch.setattr(builtins, "open", watched("builtins.open", builtins.open))
+
+        await pilot.press("P")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
+        options = app.screen.query_one(OptionList)
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert labels[:3] == ["best.pt", "last.pt", "epoch_5.pt"] and len(labels) == 4
+        await pilot.press("down", "down", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        body = str(app.screen.query_one("#body").render())
+        epoch5 = sel.checkpoint("epoch_5.pt")
+        assert f"{epoch5.size / 1e6:.1f} MB, epoch 5, mAP50-95 {fmt_number(epoch5.metric)}" in body
+        assert "a/b: exp1/epoch_5.pt" in body
+        await pilot.press("escape")
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "0.2 MB, epoch 37, mAP50-95 0.4123" in str(app.screen.query_one("#body").render())
+        await pilot.press("escape")
+        await pilot.pause()
+    assert ui_io == []

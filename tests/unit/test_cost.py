@@ -272,6 +272,29 @@ def test_idle_time_busy_idle_busy_with_a_frozen_clock() -> None:
     assert (view.idle_seconds, view.idle_now_seconds) == (120.0, 30.0)
 
 
+def test_the_banner_and_its_money_are_decided_in_core() -> None:
+    """The idle banner shows when CostView.idle_alert says, with idle_now_spent: the widget
+    only formats them."""
+    t = CostTracker(Settings(price_per_hour=3.6, idle_minutes=2))
+    t.sample(0.0, (), None, gpus(idle=True))
+    view = t.sample(119.0, (), None, gpus(idle=True))
+    assert (view.idle_alert, view.idle_now_spent) == (False, pytest.approx(0.119))
+    view = t.sample(120.0, (), None, gpus(idle=True))
+    assert (view.idle_alert, view.idle_now_spent) == (True, pytest.approx(0.12))
+    view = t.sample(121.0, (), None, gpus(idle=False))
+    assert (view.idle_alert, view.idle_now_spent) == (False, None)
+    unpriced = CostTracker(Settings(idle_minutes=2))
+    unpriced.sample(0.0, (), None, gpus(idle=True))
+    view = unpriced.sample(130.0, (), None, gpus(idle=True))
+    assert view.idle_alert and view.idle_now_spent is None  # no price: no invented money
+
+
+def test_the_view_carries_the_disk_the_stopped_rate_is_for() -> None:
+    view = CostTracker(Settings(price_per_hour=1.0)).sample(NOW, system=system(500 * 10**9))
+    assert view.disk_gb == 500.0
+    assert CostTracker(seed_settings()).sample(NOW, system=system(500 * 10**9)).disk_gb == 250.0
+
+
 def test_one_gap_counts_at_most_the_cap() -> None:
     t = CostTracker(Settings(price_per_hour=1.0), gap_cap=30.0)
     t.sample(0.0, (), None, gpus(idle=True))

@@ -35,3 +35,22 @@ def test_core_modules_do_not_import_textual() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
+
+
+ACTING = ("launch", "hub", "stop_target", "staging", "auto_push")
+
+
+def test_the_read_path_imports_nothing_that_acts() -> None:
+    """A refresh (watch, collect and what they call: the GPU, system and cost modules) only
+    reads: launching, pushing and stopping stay out of it (issue 14, item 1)."""
+    code = (
+        "import json, sys\n"
+        "import rgpu_tui.core.watch, rgpu_tui.core.collect\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('rgpu_tui.'))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(json.loads(proc.stdout))
+    for expected in ("watch", "collect", "gpu", "system", "cost", "idle", "launch_runs"):
+        assert f"rgpu_tui.core.{expected}" in loaded  # the read path itself is there
+    assert sorted(loaded & {f"rgpu_tui.core.{name}" for name in ACTING}) == []

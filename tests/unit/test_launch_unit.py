@@ -43,12 +43,12 @@ from rgpu_tui.core.launch import (
     make_spec,
     read_launches,
     record_run_dir,
-    refresh_launches,
     spawn_detached,
     split_extra,
     stop_launch,
     stop_run,
 )
+from rgpu_tui.core.launch_runs import match_launches, runs_on_disk
 
 from .helpers import iso_utc
 
@@ -464,11 +464,13 @@ def test_launch_records_and_finds_the_renamed_run(
     assert state.run_dir == str(project / (weird + "2"))
     got_argv = json.loads((project / (weird + "2") / "argv.json").read_text())
     assert got_argv == list(record.argv)  # every item arrived literally
-    refreshed = refresh_launches(str(project), time.time())
-    assert [s.state for _, s in refreshed] == ["started"]
+    # the read path finds it from the records and the runs on disk, and writes nothing
+    before = Path(launches_path(str(project))).read_bytes()
     (saved,) = read_launches(str(project))
-    assert saved.run_dir == state.run_dir and saved.pid == record.pid
-    assert saved.argv == record.argv
+    assert saved.run_dir is None and saved.pid == record.pid and saved.argv == record.argv
+    matched = match_launches([saved], runs_on_disk(str(project)), str(project))
+    assert matched == {saved.id: state.run_dir}
+    assert Path(launches_path(str(project))).read_bytes() == before
     wait_until(lambda: read_launches(str(project))[0].returncode == 0, what="the exit record")
     assert "setting up" in Path(record.console_log).read_text()
 
@@ -491,16 +493,19 @@ def test_a_launch_that_dies_early_shows_the_console_error(
     wait_until(lambda: read_launches(str(project))[0].returncode == 4, what="the exit record")
     again = launch_state(read_launches(str(project))[0], time.time())
     assert again.state == "died" and again.error.startswith("exited with status 4")
-    # a refresh records the death once; later states come from the record alone
-    now = time.time()
-    ((_, refreshed),) = refresh_launches(str(project), now)
-    assert refreshed == launch_state(read_launches(str(project))[0], now)
+    # nothing matches it, and nothing is written while looking
+    before = Path(launches_path(str(project))).read_bytes()
+    assert match_launches(read_launches(str(project)), runs_on_disk(str(project)), "x") == {}
+    assert Path(launches_path(str(project))).read_bytes() == before
+    # a "died" line, when one was written, is final: its state no longer needs the log
+    append_line(
+        launches_path(str(project)),
+        {"kind": "died", "id": record.id, "error": again.error, "tail": list(again.tail)},
+    )
     (saved,) = read_launches(str(project))
     assert saved.died_error == again.error and saved.died_tail == again.tail
     Path(saved.console_log).unlink()
     assert launch_state(saved, time.time()).tail == again.tail
-    refresh_launches(str(project), time.time())
-    assert Path(launches_path(str(project))).read_text().count('"kind": "died"') == 1
 
 
 def _record_of(proc, project: Path, console_log: Path) -> LaunchRecord:

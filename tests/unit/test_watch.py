@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
@@ -76,6 +77,10 @@ def test_completed_sample_run(sample_run: Path) -> None:
     assert r.pid == 15072 and r.pid_alive is None
     assert r.error is None and r.problem is None
     assert r.updated_at == "2026-12-02T15:19:35+00:00"
+    # the times as numbers too (the run header formats them; it parses nothing)
+    assert r.updated == datetime(2026, 12, 2, 15, 19, 35, tzinfo=timezone.utc).timestamp()
+    assert r.started_at is not None and r.started_at < r.updated
+    assert "started_at" not in snapshot_to_json(snap)["runs"][0]  # the JSON is as it was
     assert snap.selected is not None and snap.selected.run_dir == str(sample_run)
     assert snap.selected.log.lines[-1].endswith("Training complete in 0.00 hours")
 

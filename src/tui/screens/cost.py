@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
-from ...core.cost import cost_to_text, disk_gb_for
+from ...core.cost import cost_to_text
 from ...core.snapshot import Snapshot, fmt_duration, fmt_money
 from .dialogs import ReportScreen
 
@@ -18,9 +18,7 @@ def cost_details(snap: Snapshot | None, settings) -> Text:
         return Text("No cost figures yet.")
     c = snap.cost
     try:
-        text = cost_to_text(
-            c, settings, snap.generated_at, disk_gb_for(settings, snap.system), snap.selected_run
-        )
+        text = cost_to_text(c, settings, snap.generated_at, c.disk_gb, snap.selected_run)
     except Exception as exc:  # a figure out of every range must not take the app down
         return Text(f"cost unavailable: {' '.join(f'{type(exc).__name__}: {exc}'.split())}")
     out = Text(text)

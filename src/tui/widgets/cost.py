@@ -36,9 +36,8 @@ def strip_text(c: CostView | None) -> Text:
 
 def idle_banner_text(c: CostView) -> str:
     minutes = int((c.idle_now_seconds or 0) // 60)
-    if c.configured and c.price_per_hour is not None:
-        spent = (c.idle_now_seconds or 0) * c.price_per_hour / 3600
-        money = f"{fmt_money(spent)} spent idle at {fmt_rate(c.price_per_hour)}"
+    if c.configured and c.idle_now_spent is not None:
+        money = f"{fmt_money(c.idle_now_spent)} spent idle at {fmt_rate(c.price_per_hour)}"
     else:
         money = "no price set, so the money is unknown"
     return f"Idle {minutes} min — {money}. Push checkpoints, then stop or destroy."
@@ -82,11 +81,7 @@ class IdleBanner(Widget):
 
     def show(self, cost: CostView | None) -> bool:
         """Update; returns True when the banner has just appeared."""
-        on = (
-            cost is not None
-            and cost.idle_now_seconds is not None
-            and cost.idle_now_seconds >= cost.idle_minutes * 60
-        )
+        on = cost is not None and cost.idle_alert
         appeared = on and not self.has_class("-on")
         self.set_class(on, "-on")
         text = idle_banner_text(cost) if on else ""

@@ -160,24 +160,22 @@ class GpuPane(LinePane):
         self._gpus: GpuView | None = None
         self._system: SystemView | None = None
         self._names: dict[str, str] = {}
-        self._now = 0.0
 
     def show(
         self,
         gpus: GpuView | None,
         system: SystemView | None,
         runs: tuple[RunInfo, ...],
-        now: float,
     ) -> None:
         names = {r.run_dir: printable(r.name) for r in runs}
         idle_min = None
-        if gpus is not None and gpus.idle and gpus.idle_since is not None:
-            idle_min = int((now - gpus.idle_since) // 60)
+        if gpus is not None and gpus.idle and gpus.idle_seconds is not None:
+            idle_min = int(gpus.idle_seconds // 60)
         key = (gpus, system, tuple(sorted(names.items())), idle_min)
         if key == self._key:
             return
         self._key = key
-        self._gpus, self._system, self._names, self._now = gpus, system, names, now
+        self._gpus, self._system, self._names = gpus, system, names
         self.repaint_rows()
 
     def build_rows(self, width: int) -> list[Text]:
@@ -200,8 +198,7 @@ class GpuPane(LinePane):
             if g.pid_namespace == "host":
                 head.append("  container: NVML gives host pids", style="yellow")
             if g.idle:
-                since = self._now - g.idle_since if g.idle_since is not None else None
-                head.append(f"  IDLE {fmt_duration(since)}", style="bold black on yellow")
+                head.append(f"  IDLE {fmt_duration(g.idle_seconds)}", style="bold black on yellow")
         sep = "  │  "
         for part in system_parts(s):
             if head.cell_len + len(sep) + len(part) > width:

@@ -12,7 +12,6 @@ from ...core.snapshot import (
     fmt_duration,
     fmt_gpu_indices,
 )
-from ...core.status import parse_time
 from ...core.text import printable
 from .lines import LinePane
 from .style import STATE_STYLE, state_badge
@@ -67,7 +66,7 @@ class RunHeader(LinePane):
         message: str | None = None,
         pushes: PushInfo | None = None,
     ) -> None:
-        updated = parse_time(run.updated_at) if run else None
+        updated = run.updated if run else None
         ago = int(now - updated) if updated is not None else None
         pushed_ago = (
             int((now - pushes.last_ok_at) // 60)
@@ -116,7 +115,7 @@ class RunHeader(LinePane):
 
         best = Text(no_wrap=True, overflow="ellipsis")
         best.append(best_text(r))
-        updated = parse_time(r.updated_at)
+        updated = r.updated
         if updated is not None:
             best.append(f"   updated {fmt_duration(self._now - updated)} ago", style="dim")
         rows = [top, progress, best]
