@@ -60,7 +60,7 @@ def cmd_pull(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    from ..core.hub import Interrupted
+    from ..core.push import Interrupted
     from ..core.hub_pull import ALREADY_HERE, DOWNLOADED, PullArgumentError, pull
     from ..core.text import printable
 

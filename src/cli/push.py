@@ -1,5 +1,5 @@
 """`rgpu-tui push RUN_DIR`: push one checkpoint of a run to the Hugging Face Hub (the push
-itself is core.hub.push; SIGTERM and Ctrl-C interrupt it and are recorded)."""
+itself is core.push.push; SIGTERM and Ctrl-C interrupt it and are recorded)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def cmd_push(argv: list[str]) -> int:
         return 2
     import dataclasses
 
-    from ..core.hub import Interrupted, PushRequest, file_for_arg, push
+    from ..core.push import Interrupted, PushRequest, file_for_arg, push
     from ..core.text import printable
 
     if args.repo:

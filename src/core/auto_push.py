@@ -2,12 +2,12 @@
 
 This acts (its requests go to the PushQueue), so it lives apart from the read path: the
 Collector builds Snapshots and knows nothing of pushing; the app calls `AutoPusher` with
-each new Snapshot (core.hub.auto_push_requests holds the policy).
+each new Snapshot (core.push.auto_push_requests holds the policy).
 """
 
 from __future__ import annotations
 
-from .hub import AutoPushState, PushRequest, auto_push_requests
+from .push import AutoPushState, PushRequest, auto_push_requests
 from .snapshot import Snapshot
 from .watch import RunsWatcher
 

@@ -1,6 +1,6 @@
 """The HTTP client every Hugging Face Hub call of rgpu-tui goes through, and the token.
 
-Shared by push (core.hub) and pull (core.hub_pull). `configure_hub(timeout)` installs,
+Shared by push (core.push) and pull (core.hub_pull). `configure_hub(timeout)` installs,
 through `huggingface_hub.set_client_factory`, an httpx client with connect/read/write
 timeouts whose timeout is raised as `HubTimeout`: huggingface_hub retries its own
 timeout errors for minutes, not ours, so a stalled Hub ends the command at once. It also

@@ -1,7 +1,7 @@
 """Pulling a run's files back from the Hugging Face Hub: verified, never torn, never clobbering.
 
 `pull(repo, run, ...)` downloads what pushes put in `repo` for the run named `run` (by
-`hub_path`, as core.hub placed it: the checkpoint at hub_path with {run} and {file} filled
+`hub_path`, as core.push placed it: the checkpoint at hub_path with {run} and {file} filled
 in, the small artifacts beside it) into `<to_dir>/<run>/` in libreyolo's layout:
 `weights/best.pt`, `weights/last.pt`, `weights/epoch_N.pt`, and status.json, metrics.jsonl,
 results.csv, summary.json, train_config.yaml at the top of the run directory.
@@ -35,7 +35,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .hub import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, describe_error, repo_path, scrub
+from .push import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, describe_error, repo_path, scrub
 from .hub_client import configure_hub, get_token
 from .run_files import ARTIFACTS
 from .safeio import NotRegularFile, open_regular
@@ -47,7 +47,7 @@ CHUNK = 1 << 20
 RUNS_SHOWN = 10  # runs named when RUN is not in the repo
 DOWNLOAD_RETRIES = 2  # a 429 or 5xx on a file GET; never a timeout
 
-# the same shape core.hub and core.config accept
+# the same shape core.push and core.config accept
 _REPO_RE = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 _EPOCH_RE = re.compile(r"epoch_(\d+)\.pt")
 
@@ -193,7 +193,7 @@ def layout(hub_path: str, run: str) -> _Layout:
         probe = repo_path(hub_path, run, "x")
         names = {repo_path(hub_path, run, n): n for n in ("best.pt", "last.pt")}
         base = repo_path(hub_path, run, "epoch_\0.pt").rpartition("/")[2]
-    except Exception as exc:  # core.hub says what is wrong with it, in one line
+    except Exception as exc:  # core.push says what is wrong with it, in one line
         raise PullArgumentError(str(exc)) from None
     directory = probe.rpartition("/")[0]
     shared = not any("{run}" in s for s in segments[:-1])
@@ -544,7 +544,7 @@ def _download(api, repo, revision, want: _Wanted, path: str, *, endpoint, token)
 
 def _describe(exc: BaseException, *, repo: str, endpoint: str, timeout: float) -> str:
     """One line for a failed pull: ours, the few that differ from a push's, else
-    core.hub's describe_error (timeouts, 401, 404, 429, 5xx, an unreachable Hub)."""
+    core.push's describe_error (timeouts, 401, 404, 429, 5xx, an unreachable Hub)."""
     try:
         from huggingface_hub.errors import (
             HfHubHTTPError,

@@ -1,7 +1,7 @@
 """Where a push goes: the Hub repo and the path in it, or why it cannot go anywhere.
 
 `push_target` is the one place that turns the settings (`hub_repo`, `hub_path` with {run}
-and {file}) into a target: the push (core.hub) uses it, and the push dialogs show what it
+and {file}) into a target: the push (core.push) uses it, and the push dialogs show what it
 says (carried in the Snapshot's selected run), so the path a dialog shows is the path
 that is pushed.
 """

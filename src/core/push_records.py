@@ -1,6 +1,6 @@
 """Reading `<run>/.rgpu/pushes.jsonl`: what was pushed to the Hub, and when.
 
-The push (core.hub) appends one record per attempt; this module only reads them, for the
+The push (core.push) appends one record per attempt; this module only reads them, for the
 push itself (is this file unchanged since its last push?), auto-push, and the header's
 "pushed best.pt ep37 4m ago" (`push_info`). Torn or malformed lines are skipped
 (core.records).

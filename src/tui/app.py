@@ -27,7 +27,7 @@ from ..core.collect import Collector
 from ..core.config import Settings
 from ..core.events import EventEngine
 from ..core.gpu_probe import gpu_preflight, preflight_to_text
-from ..core.hub import ARTIFACTS_REQUEST, PushEvent, PushQueue, PushRequest
+from ..core.push import ARTIFACTS_REQUEST, PushEvent, PushQueue, PushRequest
 from ..core.launch import LaunchRecord, stop_run
 from ..core.resume import ResumeError, ResumePlan, plan_resume, start_resume
 from ..core.snapshot import SelectedRun, Snapshot, fmt_duration, fmt_number

@@ -28,7 +28,7 @@ from support.hub_server import HubServer
 
 from rgpu_tui.core.checkpoints import checkpoint_epoch_metric
 from rgpu_tui.core.config import Settings
-from rgpu_tui.core.hub import (
+from rgpu_tui.core.push import (
     NO_TOKEN,
     AutoPushState,
     PushEvent,

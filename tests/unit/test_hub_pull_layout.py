@@ -1,4 +1,4 @@
-"""Where pull looks for a run's files: hub_path read back the way core.hub wrote it."""
+"""Where pull looks for a run's files: hub_path read back the way core.push wrote it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from rgpu_tui.core.hub import repo_path
+from rgpu_tui.core.push import repo_path
 from rgpu_tui.core.hub_pull import PullArgumentError, _template_regex, check_arguments, layout
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from e2e.test_hub_push import make_run
 
-from rgpu_tui.core.hub import append_push_record, pushes_path
+from rgpu_tui.core.push import append_push_record, pushes_path
 from rgpu_tui.core.launch import LaunchSpec, launch, launches_path, read_launches
 from rgpu_tui.core.private import private_dir
 from rgpu_tui.core.staging import stage
@@ -68,7 +68,7 @@ def test_a_push_makes_rgpu_and_staging_private_in_one_go(tmp_path: Path) -> None
         "import os, sys\n"
         "os.umask(0o022)\n"
         "from rgpu_tui.core.config import Settings\n"
-        "from rgpu_tui.core.hub import PushRequest, push\n"
+        "from rgpu_tui.core.push import PushRequest, push\n"
         "r = push(PushRequest(sys.argv[1], 'best.pt'), Settings(hub_repo='a/b'),\n"
         "         endpoint='http://127.0.0.1:9', token='x', settle_s=0, timeout=1,\n"
         "         retry_waits=())\n"

@@ -53,7 +53,7 @@ async def test_the_app_opens_no_listening_socket(tmp_path) -> None:
 
 
 def test_records_and_staging_are_private(tmp_path) -> None:
-    from rgpu_tui.core.hub import append_push_record, pushes_path
+    from rgpu_tui.core.push import append_push_record, pushes_path
     from rgpu_tui.core.launch import _open_console_log
 
     append_push_record(str(tmp_path), {"outcome": "ok"})
