@@ -60,8 +60,8 @@ def cmd_pull(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    from ..core.push import Interrupted
     from ..core.hub_pull import ALREADY_HERE, DOWNLOADED, PullArgumentError, pull
+    from ..core.push import Interrupted
     from ..core.text import printable
 
     hub_path = args.hub_path if args.hub_path is not None else settings.hub_path

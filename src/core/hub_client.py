@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import threading
 
+DEFAULT_ENDPOINT = "https://huggingface.co"
+DEFAULT_TIMEOUT = 60.0
+
 _CLIENT_LOCK = threading.Lock()
 _CLIENT_TIMEOUT: float | None = None
 

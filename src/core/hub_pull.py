@@ -35,8 +35,9 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .push import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, describe_error, repo_path, scrub
-from .hub_client import configure_hub, get_token
+from .hub_client import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, configure_hub, get_token
+from .hub_errors import describe_error, scrub
+from .hub_target import repo_path
 from .run_files import ARTIFACTS
 from .safeio import NotRegularFile, open_regular
 from .urls import strip_userinfo
@@ -544,7 +545,7 @@ def _download(api, repo, revision, want: _Wanted, path: str, *, endpoint, token)
 
 def _describe(exc: BaseException, *, repo: str, endpoint: str, timeout: float) -> str:
     """One line for a failed pull: ours, the few that differ from a push's, else
-    core.push's describe_error (timeouts, 401, 404, 429, 5xx, an unreachable Hub)."""
+    core.hub_errors.describe_error (timeouts, 401, 404, 429, 5xx, an unreachable Hub)."""
     try:
         from huggingface_hub.errors import (
             HfHubHTTPError,

@@ -15,15 +15,17 @@ The token is read the standard huggingface_hub way (HF_TOKEN, or the stored
 login) and never printed, recorded, logged or put in an error message.
 
 Network behaviour: an httpx client with connect/read/write timeouts is
-installed through `huggingface_hub.set_client_factory`; a timeout ends the push
-at once with "the Hub did not answer within N s" (huggingface_hub would retry it
-five times). huggingface_hub retries preupload, the LFS batch, the PUT and the
-verify by itself; repo creation and the commit are retried here (transient
-errors only: 5xx, 429, connection refused/reset), with waits of 1 s and 2 s.
+installed through `huggingface_hub.set_client_factory` (core.hub_client); a
+timeout ends the push at once with "the Hub did not answer within N s"
+(huggingface_hub would retry it five times). huggingface_hub retries preupload,
+the LFS batch, the PUT and the verify by itself; repo creation and the commit are
+retried here (core.hub_errors.retrying: transient errors only, 5xx, 429,
+connection refused/reset, with waits of 1 s and 2 s).
 
 `push()` never raises. It is blocking: call it from a worker thread, or use
-`PushQueue` (one upload at a time in a daemon thread, events in order). Pushes
-in one process share one HTTP client: run them one at a time (the queue does).
+`core.push_queue.PushQueue` (one upload at a time in a daemon thread, events in
+order). Pushes in one process share one HTTP client: run them one at a time (the
+queue does).
 """
 
 from __future__ import annotations
@@ -32,31 +34,25 @@ import contextlib
 import io
 import os
 import re
-import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from .checkpoints import EPOCH_FILE_RE, checkpoint_epoch_metric, resolve
-from .hub_client import HubTimeout
+from .checkpoints import checkpoint_epoch_metric, resolve
+from .hub_client import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT
 from .hub_client import configure_hub as _configure_hub
 from .hub_client import get_token as _get_token
+from .hub_errors import RETRY_WAITS, PushFailed, describe_error, retrying, scrub
 from .hub_target import ARTIFACTS_REQUEST, push_target
-from .hub_target import repo_path as repo_path  # where it always was (core.hub_pull uses it)
 from .private import private_dir
-from .push_records import last_push, pushes_path, read_pushes
+from .push_records import pushes_path, read_pushes
 from .records import append_json_line
 from .run_files import artifacts_digest, checkpoint_problem, read_artifacts
-from .staging import Staged, StagingError, stage
-from .tail import redact
+from .staging import Staged, stage
 from .urls import strip_userinfo
-from .values import int_or_none as _int
 
-DEFAULT_ENDPOINT = "https://huggingface.co"
-DEFAULT_TIMEOUT = 60.0
-RETRY_WAITS = (1.0, 2.0)
 NO_TOKEN = "no Hugging Face token: set HF_TOKEN or run `hf auth login`"
 PROGRESS_INTERVAL = 0.1
 
@@ -104,27 +100,6 @@ class PushResult:
             "error": self.error,
             "notices": list(self.notices),
         }
-
-
-@dataclass(frozen=True)
-class PushEvent:
-    """What PushQueue reports, in order, from its event thread.
-
-    kind "queued": request accepted (or it replaced a queued one for the same file);
-    "started": its push began; "progress": bytes_done/bytes_total of the upload (0/0
-    while staging) and phase ("settling", "staging", "connecting", "uploading");
-    "finished": result holds the PushResult."""
-
-    kind: str
-    request: PushRequest
-    bytes_done: int = 0
-    bytes_total: int = 0
-    phase: str | None = None
-    result: PushResult | None = None
-
-
-class _PushFailed(Exception):
-    """A push failure whose message is already the one line to show."""
 
 
 class Interrupted(BaseException):
@@ -183,9 +158,7 @@ def commit_message(
     return text
 
 
-# -- the HTTP client ------------------------------------------------------------
-
-# the client and the token: core.hub_client (shared with core.hub_pull)
+# -- the upload's progress ----------------------------------------------------------
 
 
 class _ProgressReader(io.BufferedReader):
@@ -230,128 +203,6 @@ def _throttled(progress: Callable[[int, int], None] | None) -> Callable[[int, in
 
 
 # -- errors ---------------------------------------------------------------------
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    seen, out = set(), []
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        out.append(exc)
-        exc = exc.__cause__ or exc.__context__
-    return out
-
-
-def _first_line(text: str, limit: int = 200) -> str:
-    for line in str(text).splitlines():
-        if line.strip():
-            line = line.strip()
-            return line if len(line) <= limit else line[: limit - 3] + "..."
-    return ""
-
-
-def scrub(text: str, token: str | None) -> str:
-    """Remove the token (and anything shaped like one) and URL credentials from text."""
-    if token:
-        text = text.replace(token, "***")
-    return redact(strip_userinfo(text))
-
-
-def _status(exc) -> int | None:
-    response = getattr(exc, "response", None)
-    return getattr(response, "status_code", None)
-
-
-def describe_error(
-    exc: BaseException, *, repo: str, endpoint: str, timeout: float, attempts: int = 1
-) -> str:
-    """One line saying what went wrong and what to do (the token is scrubbed by the caller)."""
-    try:
-        from huggingface_hub.errors import (
-            HfHubHTTPError,
-            HFValidationError,
-            OfflineModeIsEnabled,
-            RepositoryNotFoundError,
-        )
-    except ImportError:  # pragma: no cover
-        HfHubHTTPError = HFValidationError = OfflineModeIsEnabled = RepositoryNotFoundError = ()
-    try:
-        import httpx2
-
-        net_timeout, net_error = httpx2.TimeoutException, httpx2.TransportError
-    except ImportError:  # pragma: no cover
-        net_timeout = net_error = ()
-    chain = _chain(exc)
-    for e in chain:
-        if isinstance(e, (_PushFailed, StagingError)):
-            return str(e)
-        if isinstance(e, HubTimeout):
-            return f"the Hub did not answer within {e.timeout:g} s: try again later"
-        if isinstance(e, net_timeout):
-            return f"the Hub did not answer within {timeout:g} s: try again later"
-        if isinstance(e, OfflineModeIsEnabled):
-            return "HF_HUB_OFFLINE is set: unset it to push"
-        if isinstance(e, RepositoryNotFoundError):
-            return f"repo {repo} not found (404): check the name and that the token can see it"
-        if isinstance(e, HfHubHTTPError):
-            status = _status(e)
-            server = _first_line(getattr(e, "server_message", None) or "")
-            if status == 401:
-                return "token rejected (401): check HF_TOKEN or run `hf auth login`"
-            if status == 403:
-                return f"no write access to {repo} (403): use a token with write access"
-            if status == 404:
-                return f"repo {repo} not found (404): check the name and that the token can see it"
-            if status == 429:
-                return "the Hub is rate-limiting this token (429): try again later"
-            if status is not None and status >= 500:
-                tries = f" ({attempts} tries)" if attempts > 1 else ""
-                return f"the Hub failed with {status}{tries}: try again later"
-            return f"the Hub refused the push ({status})" + (f": {server}" if server else "")
-        if isinstance(e, HFValidationError):
-            return f"bad repo name {repo}: {_first_line(str(e))}"
-        if isinstance(e, net_error):
-            reason = _first_line(str(e)) or type(e).__name__
-            return f"cannot reach the Hub at {endpoint}: {reason}"
-    for e in chain:
-        if isinstance(e, ValueError) and "LFS" in str(e):
-            return f"the Hub rejected the upload: {_first_line(str(e))}"
-        if isinstance(e, OSError) and not isinstance(e, HfHubHTTPError):
-            where = f" ({e.filename})" if getattr(e, "filename", None) else ""
-            return f"{e.strerror or _first_line(str(e)) or type(e).__name__}{where}"
-    return f"push failed: {type(exc).__name__}: {_first_line(str(exc))}"
-
-
-def _transient(exc: BaseException) -> bool:
-    """Worth another try: 5xx/429, or the connection refused/reset; never a timeout."""
-    try:
-        import httpx2
-        from huggingface_hub.errors import HfHubHTTPError
-    except ImportError:  # pragma: no cover
-        return False
-    for e in _chain(exc):
-        if isinstance(e, HubTimeout):
-            return False
-        if isinstance(e, HfHubHTTPError):
-            status = _status(e)
-            return status is not None and (status >= 500 or status == 429)
-        if isinstance(e, httpx2.TimeoutException):
-            return False
-        if isinstance(e, httpx2.TransportError):
-            return True
-    return False
-
-
-def _retrying(fn, waits, sleep, counter: list[int]):
-    waits = tuple(waits)
-    for i in range(len(waits) + 1):
-        counter[0] = i + 1
-        try:
-            return fn()
-        except Exception as exc:
-            if i >= len(waits) or not _transient(exc):
-                raise
-            sleep(waits[i])
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 # -- the push ---------------------------------------------------------------------
@@ -426,25 +277,25 @@ def push(
         record["file"] = name
         target = push_target(settings, run_dir, name)  # what the push dialogs show, too
         if target.repo_problem:
-            raise _PushFailed(target.repo_problem)
+            raise PushFailed(target.repo_problem)
         if not os.path.isdir(run_dir):
-            raise _PushFailed(f"{run_dir}: no such run directory")
+            raise PushFailed(f"{run_dir}: no such run directory")
         if not is_artifacts:
             epoch, metric_name, metric = checkpoint_epoch_metric(run_dir, name)
             record.update(epoch=epoch, metric_name=metric_name, metric=metric)
         if target.path_problem:
-            raise _PushFailed(target.path_problem)
+            raise PushFailed(target.path_problem)
         path_in_repo, prefix = target.path, target.folder
         record["path"] = path_in_repo
         if not is_artifacts:
             if not os.path.exists(src):
-                raise _PushFailed(f"{name}: no such file in {os.path.dirname(src)}")
+                raise PushFailed(f"{name}: no such file in {os.path.dirname(src)}")
             problem = checkpoint_problem(run_dir, src, name)
             if problem:
-                raise _PushFailed(problem)
+                raise PushFailed(problem)
         token = token or _get_token()
         if not token:
-            raise _PushFailed(NO_TOKEN)
+            raise PushFailed(NO_TOKEN)
 
         if not is_artifacts:
             phase("settling")
@@ -459,7 +310,7 @@ def push(
                 private_dir(staging_dir(run_dir), run_dir)  # .rgpu/ and staging/: 0700
             except OSError as exc:
                 why = exc.strerror or exc
-                raise _PushFailed(f"cannot create {staging_dir(run_dir)}: {why}") from None
+                raise PushFailed(f"cannot create {staging_dir(run_dir)}: {why}") from None
             staged = stage(
                 src, staging_dir(run_dir), settle_s=settle_s, tries=tries,
                 progress=copy_started, within=run_dir,
@@ -468,7 +319,7 @@ def push(
         artifacts, record["notices"] = read_artifacts(run_dir)
         if is_artifacts:
             if not artifacts:
-                raise _PushFailed(f"no artifacts to push in {run_dir}")
+                raise PushFailed(f"no artifacts to push in {run_dir}")
             record.update(
                 sha256=artifacts_digest(artifacts), size=sum(len(d) for _, d in artifacts)
             )
@@ -499,7 +350,7 @@ def push(
                     reader = stack.enter_context(_ProgressReader(staged.path))
                     op = CommitOperationAdd(path_in_repo=path_in_repo, path_or_fileobj=reader)
                     if op.upload_info.sha256.hex() != staged.sha256:
-                        raise _PushFailed(f"the staged copy of {name} changed on disk")
+                        raise PushFailed(f"the staged copy of {name} changed on disk")
                     reader.report = report
                     ops.append(op)
                 for art_name, data in artifacts:
@@ -512,8 +363,8 @@ def push(
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _retrying(create_repo, retry_waits, sleep, attempts)
-            info = _retrying(commit, retry_waits, sleep, attempts)
+            retrying(create_repo, retry_waits, sleep, attempts)
+            info = retrying(commit, retry_waits, sleep, attempts)
         record["commit_url"] = strip_userinfo(str(info.commit_url))
         record["outcome"] = "ok"
         if record["size"] is not None:
@@ -573,251 +424,3 @@ def _finish(run_dir: str, record: dict, skipped: bool = False) -> PushResult:
         file=record["file"],
         notices=tuple(record["notices"]),
     )
-
-
-# -- the queue --------------------------------------------------------------------
-
-
-def _key(req: PushRequest) -> tuple[str, str]:
-    return os.path.abspath(req.run_dir), req.file
-
-
-class PushQueue:
-    """One upload at a time in a daemon thread. A request for a (run_dir, file) that
-    is already queued (not started) replaces it in place.
-
-    on_event(PushEvent) is called, in order, from one background thread (never the
-    caller's): "queued" then "started", "progress"..., "finished" for each request.
-    `settings` may be reassigned; each push reads it when it starts."""
-
-    def __init__(
-        self,
-        settings,
-        on_event: Callable[[PushEvent], None],
-        *,
-        push_fn: Callable[..., PushResult] | None = None,
-        **push_kwargs,
-    ):
-        self.settings = settings
-        self._on_event = on_event
-        self._push = push_fn or push
-        self._kwargs = push_kwargs
-        self._cond = threading.Condition()
-        self._queue: list[PushRequest] = []
-        self._current: PushRequest | None = None
-        self._closed = False
-        self._worker: threading.Thread | None = None
-        self._events: list[PushEvent | None] = []
-        self._events_cond = threading.Condition()
-        self._dispatcher: threading.Thread | None = None
-
-    # -- public
-    def submit(self, req: PushRequest) -> None:
-        with self._cond:
-            if self._closed:
-                raise RuntimeError("the push queue is closed")
-            key = _key(req)
-            for i, queued in enumerate(self._queue):
-                if _key(queued) == key:
-                    self._queue[i] = req
-                    break
-            else:
-                self._queue.append(req)
-            self._emit(PushEvent("queued", req))
-            self._start_threads()
-            self._cond.notify_all()
-
-    def pending(self) -> list[PushRequest]:
-        """Queued requests, not the one being pushed."""
-        with self._cond:
-            return list(self._queue)
-
-    def current(self) -> PushRequest | None:
-        with self._cond:
-            return self._current
-
-    def busy(self) -> bool:
-        with self._cond:
-            return self._current is not None or bool(self._queue)
-
-    def close(self, timeout: float | None = None) -> bool:
-        """Drop queued requests, wait up to `timeout` for the running push and the
-        events. True when everything finished."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            self._closed = True
-            self._queue.clear()
-            self._cond.notify_all()
-            worker = self._worker
-        if worker is not None:
-            worker.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        with self._events_cond:
-            self._events.append(None)
-            self._events_cond.notify_all()
-            dispatcher = self._dispatcher
-        if dispatcher is not None:
-            dispatcher.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return not any(t is not None and t.is_alive() for t in (worker, dispatcher))
-
-    # -- threads
-    def _start_threads(self) -> None:
-        if self._worker is None:
-            self._dispatcher = threading.Thread(
-                target=self._dispatch, name="rgpu-push-events", daemon=True
-            )
-            self._dispatcher.start()
-            self._worker = threading.Thread(target=self._work, name="rgpu-push", daemon=True)
-            self._worker.start()
-
-    def _emit(self, event: PushEvent) -> None:
-        with self._events_cond:
-            self._events.append(event)
-            self._events_cond.notify_all()
-
-    def _dispatch(self) -> None:
-        while True:
-            with self._events_cond:
-                while not self._events:
-                    self._events_cond.wait()
-                event = self._events.pop(0)
-            if event is None:
-                return
-            try:
-                self._on_event(event)
-            except Exception:
-                pass
-
-    def _work(self) -> None:
-        while True:
-            with self._cond:
-                while not self._queue and not self._closed:
-                    self._cond.wait()
-                if self._closed:
-                    return
-                req = self._queue.pop(0)
-                self._current = req
-                self._emit(PushEvent("started", req))
-            phase_now = [None]
-
-            def on_phase(name: str, req=req, phase_now=phase_now) -> None:
-                phase_now[0] = name
-                self._emit(PushEvent("progress", req, 0, 0, phase=name))
-
-            def on_progress(done: int, total: int, req=req, phase_now=phase_now) -> None:
-                self._emit(PushEvent("progress", req, done, total, phase=phase_now[0]))
-
-            try:
-                result = self._push(
-                    req, self.settings, progress=on_progress, on_phase=on_phase, **self._kwargs
-                )
-            except Exception as exc:  # push() never raises; a stand-in might
-                result = PushResult(
-                    ok=False, skipped_unchanged=False, repo=self.settings.hub_repo or "",
-                    path=None, commit_url=None, sha256=None, size=None, epoch=None,
-                    metric_name=None, metric=None, error=f"push failed: {type(exc).__name__}",
-                    file=req.file,
-                )  # fmt: skip
-            with self._cond:
-                self._current = None
-                self._emit(PushEvent("finished", req, result=result))
-
-
-# -- automatic pushes ---------------------------------------------------------------
-
-
-@dataclass
-class AutoPushState:
-    """What auto_push_requests has seen of one run (keep one per run)."""
-
-    primed: bool = False
-    best_epoch: int | None = None
-    best_file: tuple[int, int, int] | None = None  # (inode, size, mtime_ns) of best.pt
-    epochs: set[int] = field(default_factory=set)
-
-
-def _record_time(record: dict | None) -> float:
-    text = str((record or {}).get("time") or "")
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return float("inf")  # unknown: do not push because of it
-
-
-def _best_epoch(row: dict | None) -> int | None:
-    if not row:
-        return None
-    best = _int(row.get("best_epoch"))
-    if best is None and row.get("is_best") is True:
-        best = _int(row.get("epoch"))
-    return best
-
-
-def _weights(run_dir: str) -> list[str]:
-    try:
-        return os.listdir(os.path.join(run_dir, "weights"))
-    except OSError:
-        return []
-
-
-def auto_push_requests(
-    run_dir: str,
-    settings,
-    last_row: dict | None,
-    state: AutoPushState,
-    weights: Iterable[str] | None = None,
-    *,
-    catch_up: bool = False,
-) -> list[PushRequest]:
-    """The pushes settings.auto_push asks for now, given the run's latest metrics row
-    (MetricsReader.last_row) and its weights listing (read from disk when None).
-
-    "best": best.pt each time it is rewritten (its inode, size or mtime changes) or the
-    row's best_epoch changes. "period": each epoch_N.pt not seen before. The first call
-    only notes what exists, unless a push record of this run shows it was pushed before
-    (then what came since is pushed) or catch_up is True (then what has not been pushed
-    yet is). Mutates `state`. A push of an unchanged file is skipped cheaply, so an
-    extra request (a rewrite seen twice) costs a copy, not a commit."""
-    mode = getattr(settings, "auto_push", "off")
-    if mode not in ("best", "period"):
-        return []
-    if mode == "best":
-        if weights is not None and "best.pt" not in set(weights):
-            return []
-        try:
-            st = os.stat(os.path.join(run_dir, "weights", "best.pt"))
-        except OSError:
-            return []
-        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-        best = _best_epoch(last_row)
-        if not state.primed:
-            state.primed, state.best_epoch, state.best_file = True, best, sig
-            record = last_push(run_dir, "best.pt", ok_only=True)
-            if record is None and not catch_up:
-                return []
-            newer = st.st_mtime > _record_time(record) + 1.0  # records keep whole seconds
-            if record is None or newer or (best is not None and record.get("epoch") != best):
-                return [PushRequest(run_dir, "best.pt")]
-            return []
-        changed = sig != state.best_file or (best is not None and best != state.best_epoch)
-        state.best_file = sig
-        if best is not None:
-            state.best_epoch = best
-        return [PushRequest(run_dir, "best.pt")] if changed else []
-    names = set(_weights(run_dir) if weights is None else weights)
-    epochs = sorted(int(m.group(1)) for n in names if (m := EPOCH_FILE_RE.fullmatch(n)))
-    if not state.primed:
-        state.primed = True
-        pushed = [
-            int(m.group(1))
-            for r in read_pushes(run_dir)
-            if r.get("outcome") == "ok" and (m := EPOCH_FILE_RE.fullmatch(str(r.get("file"))))
-        ]
-        if catch_up:
-            state.epochs = set(pushed)
-        elif pushed:
-            state.epochs = {e for e in epochs if e <= max(pushed)}
-        else:
-            state.epochs = set(epochs)
-    new = [e for e in epochs if e not in state.epochs]
-    state.epochs.update(new)
-    return [PushRequest(run_dir, f"epoch_{e}.pt") for e in new]

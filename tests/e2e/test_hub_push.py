@@ -26,21 +26,12 @@ from pathlib import Path
 import pytest
 from support.hub_server import HubServer
 
+from rgpu_tui.core.auto_push import AutoPushState, auto_push_requests
 from rgpu_tui.core.checkpoints import checkpoint_epoch_metric
 from rgpu_tui.core.config import Settings
-from rgpu_tui.core.push import (
-    NO_TOKEN,
-    AutoPushState,
-    PushEvent,
-    PushQueue,
-    PushRequest,
-    PushResult,
-    auto_push_requests,
-    last_push,
-    push,
-    pushes_path,
-    read_pushes,
-)
+from rgpu_tui.core.push import NO_TOKEN, PushRequest, PushResult, push
+from rgpu_tui.core.push_queue import PushEvent, PushQueue
+from rgpu_tui.core.push_records import last_push, pushes_path, read_pushes
 from rgpu_tui.core.watch import RunsWatcher
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"

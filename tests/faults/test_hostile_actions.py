@@ -22,7 +22,8 @@ from e2e.test_hub_push import WRITE_TOKEN, checkpoint_bytes
 from e2e.test_hub_push import make_run as make_hub_run
 
 from rgpu_tui.core.config import Settings
-from rgpu_tui.core.push import PushRequest, push, pushes_path, read_pushes, staging_dir
+from rgpu_tui.core.push import PushRequest, push, staging_dir
+from rgpu_tui.core.push_records import pushes_path, read_pushes
 
 REPO = "alice/ckpts"
 SECRET = b"SECRET-OUTSIDE-THE-RUN\n"

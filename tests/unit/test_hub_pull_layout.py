@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from rgpu_tui.core.push import repo_path
 from rgpu_tui.core.hub_pull import PullArgumentError, _template_regex, check_arguments, layout
+from rgpu_tui.core.hub_target import repo_path
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from e2e.test_hub_push import make_run
 
-from rgpu_tui.core.push import append_push_record, pushes_path
 from rgpu_tui.core.launch import LaunchSpec, launch, launches_path, read_launches
 from rgpu_tui.core.private import private_dir
+from rgpu_tui.core.push import append_push_record
+from rgpu_tui.core.push_records import pushes_path
 from rgpu_tui.core.staging import stage
 
 

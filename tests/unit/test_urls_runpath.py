@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rgpu_tui.core.push import describe_error, scrub
+from rgpu_tui.core.hub_errors import describe_error, scrub
 from rgpu_tui.core.runpath import fd_outside_run, outside_run
 from rgpu_tui.core.urls import strip_userinfo
 
