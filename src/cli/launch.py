@@ -1,7 +1,7 @@
 """`rgpu-tui launch KEY=VALUE...` (start `libreyolo train` detached, after `libreyolo doctor`)
 and `rgpu-tui stop RUN_DIR` (SIGINT, SIGTERM, SIGKILL): the commands that start and stop a
 run. The launch, the wait for its run directory and the stop are core's (core.launch,
-core.launch_wait); here the arguments are read and the results printed."""
+core.launch_wait, core.stop); here the arguments are read and the results printed."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def launch_parser() -> argparse.ArgumentParser:
 
 def _launch_fields(args) -> dict:
     """KEY=VALUE items -> make_spec keyword arguments (unknown keys go to extra)."""
-    from ..core.launch import LaunchError, arg_key
+    from ..core.launch_spec import LaunchError, arg_key
 
     fields: dict = {"extra": []}
     for item in args.args:
@@ -109,7 +109,8 @@ def cmd_launch(argv: list[str]) -> int:
     if settings is None:
         return 2
     from ..core.doctor import run_doctor
-    from ..core.launch import LaunchError, gpu_count_from_nvml, hf_status, launch, make_spec
+    from ..core.launch import launch
+    from ..core.launch_spec import LaunchError, gpu_count_from_nvml, hf_status, make_spec
     from ..core.launch_wait import wait_for_run_dir
 
     try:
@@ -171,7 +172,7 @@ def cmd_stop(argv: list[str]) -> int:
     if not os.path.isdir(args.run_dir):
         print(f"rgpu-tui: {args.run_dir}: not a directory", file=sys.stderr)
         return 2
-    from ..core.launch import stop_run
+    from ..core.stop import stop_run
     from ..core.text import printable
 
     nexts = {"sigint": "SIGTERM", "sigterm": "SIGKILL"}

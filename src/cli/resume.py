@@ -53,7 +53,7 @@ def cmd_resume(argv: list[str]) -> int:
     args = resume_parser().parse_args(argv)
     if settings_or_none(args) is None:
         return 2
-    from ..core.launch import hf_status
+    from ..core.launch_spec import hf_status
     from ..core.launch_wait import wait_for_run_dir
     from ..core.resume import ResumeError, start_resume
 

@@ -23,15 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .doctor import run_doctor
-from .launch import (
-    INSTALL_HINT,
-    LaunchError,
-    LaunchRecord,
-    launch,
-    launch_alive,
-    libreyolo_executable,
-    make_spec,
-)
+from .launch import launch
+from .launch_records import LaunchRecord
+from .launch_runs import launch_alive
+from .launch_spec import INSTALL_HINT, LaunchError, libreyolo_executable, make_spec
 from .launch_wait import died_lines, wait_for_run_dir
 from .synthetic_dataset import DARK_BG, make_dataset
 

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
-from .launch import INSTALL_HINT, libreyolo_executable
+from .launch_spec import INSTALL_HINT, libreyolo_executable
 
 DOCTOR_TIMEOUT_S = 900.0
 PATHS_SHOWN = 3

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 
-from .launch import INSTALL_EXTRA
+from .launch_spec import INSTALL_EXTRA
 from .training_env import training_python
 
 MATMUL_N = 2000

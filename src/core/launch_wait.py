@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import time
 
-from .launch import LaunchRecord, LaunchState, launch_state, record_run_dir
+from .launch import record_run_dir
+from .launch_records import LaunchRecord
+from .launch_runs import LaunchState, launch_state
 
 POLL_S = 0.25
 DIED_TAIL_LINES = 10

@@ -38,7 +38,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from . import launch as _launch
-from .launch import LaunchRecord, display_command, launch_alive, read_launches
+from . import launch_spec as _spec
+from .launch_records import LaunchRecord, read_launches
+from .launch_runs import launch_alive
+from .launch_spec import display_command
 from .runpath import outside_run
 from .safeio import read_regular
 from .status import check_pid
@@ -50,7 +53,7 @@ CHECKPOINT = os.path.join("weights", "last.pt")
 CONFIG_NAME = "train_config.yaml"
 STATUS_MAX_BYTES = 4 * 1024 * 1024
 CONFIG_MAX_BYTES = 1024 * 1024
-HF_TOKEN_MIN = 8  # shorter values are not taken for a token (as core.launch.check_spec)
+HF_TOKEN_MIN = 8  # shorter values are not taken for a token (as core.launch_spec.check_spec)
 _DEVICE = re.compile(r"[A-Za-z0-9:,._-]{1,64}")  # cpu, auto, mps, 0, 0,1,2,3, cuda:0
 # one check-and-start at a time in this process: two quick confirms in the app cannot both
 # pass the "already being resumed" check before either is recorded
@@ -287,11 +290,9 @@ def plan_resume(
         if not _DEVICE.fullmatch(device):
             raise ResumeError(f"device: {device!r} is not a device (0, 0,1, cpu, auto...)")
 
-    exe = executable or _launch.libreyolo_executable()
+    exe = executable or _spec.libreyolo_executable()
     if exe is None:
-        raise ResumeError(
-            f"libreyolo is not installed for {sys.executable}: {_launch.INSTALL_HINT}"
-        )
+        raise ResumeError(f"libreyolo is not installed for {sys.executable}: {_spec.INSTALL_HINT}")
     argv = [exe, "train", f"model={checkpoint}", "resume=True", f"data={data}"]
     if device is not None:
         argv.append(f"device={device}")
@@ -351,6 +352,6 @@ def start_resume(
         plan = plan_resume(run_dir, data=data, device=device, executable=executable, environ=env)
         try:
             record = _launch.start_recorded(plan.argv, plan.project, plan.name, env=env, now=now)
-        except _launch.LaunchError as exc:
+        except _spec.LaunchError as exc:
             raise ResumeError(str(exc)) from None
     return plan, record

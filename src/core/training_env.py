@@ -3,7 +3,7 @@
 rgpu-tui is best installed apart from training (pipx, `uv tool`): then its own Python has
 neither torch nor libreyolo, and a check run with it says "torch is not installed" on a
 machine that trains fine. What runs torch for a check (the GPU probe) runs instead with the
-Python of the `libreyolo` that a launch would start (core.launch.libreyolo_executable: the
+Python of the `libreyolo` that a launch would start (core.launch_spec.libreyolo_executable: the
 one beside this Python, else the one on PATH):
 
 - beside this Python (a venv holding both, the quick start's): this Python, as before;
@@ -24,7 +24,7 @@ import shlex
 import shutil
 import sys
 
-from .launch import libreyolo_executable
+from .launch_spec import libreyolo_executable
 from .safeio import read_regular
 
 HEAD_BYTES = 4096  # a script's first two lines

@@ -272,9 +272,9 @@ def test_fifos_never_hang_a_launch(tmp_path) -> None:
     proc = run_python(
         f"""
         import sys
-        import rgpu_tui.core.launch as launch
+        import rgpu_tui.core.launch_spec as launch_spec
         from rgpu_tui.cli import main
-        launch.libreyolo_executable = lambda: {str(fake)!r}
+        launch_spec.libreyolo_executable = lambda: {str(fake)!r}
         sys.exit(main(["launch", "--project", {str(project)!r}, "--no-doctor", "--json",
                        "--", "data={data}", "device=cpu"]))
         """
@@ -289,7 +289,8 @@ def test_fifos_never_hang_a_launch(tmp_path) -> None:
     gone.wait()
     state = run_python(
         f"""
-        from rgpu_tui.core.launch import LaunchRecord, launch_state
+        from rgpu_tui.core.launch_records import LaunchRecord
+        from rgpu_tui.core.launch_runs import launch_state
         record = LaunchRecord(id="x", time=0.0, pid={gone.pid}, create_time=None, argv=(),
                               command="", cwd="/", project={str(tmp_path / "empty")!r},
                               name="exp", console_log={str(console)!r})

@@ -15,7 +15,7 @@ from rgpu_tui import cli
 from rgpu_tui.cli.app import app_parser
 from rgpu_tui.cli.launch import launch_parser
 from rgpu_tui.cli.push import push_parser
-from rgpu_tui.core.launch import LaunchError, make_spec
+from rgpu_tui.core.launch_spec import LaunchError, make_spec
 
 BAD_SECONDS = ["nan", "NaN", "inf", "-inf", "-1", "1e400", "ten", ""]
 TINY = "1e-300"  # a busy loop for --interval, an instant timeout: below the lower bound
@@ -126,9 +126,9 @@ def test_an_option_passed_to_launch_is_refused_before_launching(
 ) -> None:
     """`rgpu-tui launch -- data=... --help`: libreyolo train takes KEY=VALUE only; before,
     `--help` was launched, printed libreyolo's help and the launch said "the run died"."""
-    import rgpu_tui.core.launch as launch_mod
+    import rgpu_tui.core.launch_spec as launch_spec_mod
 
-    monkeypatch.setattr(launch_mod, "libreyolo_executable", lambda: "/bin/true")
+    monkeypatch.setattr(launch_spec_mod, "libreyolo_executable", lambda: "/bin/true")
     project = tmp_path / "runs"
     argv = ["launch", "--project", str(project), "--no-doctor", "--wait", "0", "--"]
     assert cli.main([*argv, f"data={data_yaml}", "device=cpu", item]) == 2

@@ -413,7 +413,7 @@ def test_tiny_price_and_huge_balance_never_overflow() -> None:
 def test_a_launch_record_with_a_400_digit_time_is_skipped(tmp_path) -> None:
     """float() of a 400-digit integer raises OverflowError: the record is skipped, the
     others are read."""
-    from rgpu_tui.core.launch import launches_path, read_launches
+    from rgpu_tui.core.launch_records import launches_path, read_launches
 
     good = {
         "kind": "launch",

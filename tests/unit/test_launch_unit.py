@@ -1,5 +1,5 @@
-"""Launching, stopping and the preflights, without training (core.launch, core.doctor,
-core.gpu_probe).
+"""Launching, stopping and the preflights, without training (core.launch_spec, core.launch,
+core.stop, core.doctor, core.gpu_probe).
 
 Real processes stand in for the trainer: small Python children, and a fake
 `libreyolo` script that writes a status.json the way libreyolo does.
@@ -25,30 +25,27 @@ from support.waiting import wait_until
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.doctor import parse_doctor
 from rgpu_tui.core.gpu_probe import parse_probe, preflight_to_text
-from rgpu_tui.core.launch import (
-    LaunchError,
-    LaunchRecord,
-    LaunchSpec,
-    append_line,
-    build_argv,
+from rgpu_tui.core.launch import append_line, launch, record_run_dir, spawn_detached
+from rgpu_tui.core.launch_records import LaunchRecord, launches_path, read_launches
+from rgpu_tui.core.launch_runs import (
     console_tail,
-    default_device,
-    display_command,
     error_from_tail,
     find_run_dir,
-    hf_status,
-    launch,
     launch_state,
-    launches_path,
-    make_spec,
-    read_launches,
-    record_run_dir,
-    spawn_detached,
-    split_extra,
-    stop_launch,
-    stop_run,
+    match_launches,
+    runs_on_disk,
 )
-from rgpu_tui.core.launch_runs import match_launches, runs_on_disk
+from rgpu_tui.core.launch_spec import (
+    LaunchError,
+    LaunchSpec,
+    build_argv,
+    default_device,
+    display_command,
+    hf_status,
+    make_spec,
+    split_extra,
+)
+from rgpu_tui.core.stop import stop_launch, stop_run
 
 from .helpers import iso_utc
 
@@ -832,10 +829,10 @@ def test_cli_preflight_here(capsys) -> None:
 def test_cli_launch_with_a_fake_libreyolo(
     fake_libreyolo: str, data_yaml: Path, project: Path, monkeypatch, capsys
 ) -> None:
-    import rgpu_tui.core.launch as launch_mod
+    import rgpu_tui.core.launch_spec as launch_spec_mod
     from rgpu_tui.cli import main
 
-    monkeypatch.setattr(launch_mod, "libreyolo_executable", lambda: fake_libreyolo)
+    monkeypatch.setattr(launch_spec_mod, "libreyolo_executable", lambda: fake_libreyolo)
     monkeypatch.setenv("FAKE_SLEEP", "0.2")
     monkeypatch.setenv("HF_TOKEN", "hf_secretsecret123")
     argv = ["launch", "--project", str(project), "--name", "a b", "--no-doctor", "--json", "--"]

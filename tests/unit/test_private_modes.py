@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from e2e.test_hub_push import make_run
 
-from rgpu_tui.core.launch import LaunchSpec, launch, launches_path, read_launches
+from rgpu_tui.core.launch import launch
+from rgpu_tui.core.launch_records import launches_path, read_launches
+from rgpu_tui.core.launch_spec import LaunchSpec
 from rgpu_tui.core.private import private_dir
 from rgpu_tui.core.push import append_push_record
 from rgpu_tui.core.push_records import pushes_path
@@ -112,7 +114,7 @@ def test_a_symlink_planted_where_a_record_goes_is_never_written_through(tmp_path
 
 
 def test_a_launch_that_cannot_be_recorded_says_so_with_its_pid(tmp_path: Path) -> None:
-    from rgpu_tui.core.launch import LaunchError
+    from rgpu_tui.core.launch_spec import LaunchError
 
     project = tmp_path / "runs"
     (project / ".rgpu").mkdir(parents=True)

@@ -18,8 +18,9 @@ import pytest
 from support.fifos import make_fifo, returns_within
 from support.waiting import wait_until
 
-import rgpu_tui.core.launch as launch_mod
-from rgpu_tui.core.launch import launch_state, read_launches
+import rgpu_tui.core.launch_spec as launch_spec_mod
+from rgpu_tui.core.launch_records import read_launches
+from rgpu_tui.core.launch_runs import launch_state
 from rgpu_tui.core.resume import ResumeError, plan_resume, start_resume
 from rgpu_tui.core.watch import RunsWatcher
 
@@ -63,8 +64,8 @@ def fake_libreyolo(tmp_path: Path, monkeypatch) -> str:
     path.parent.mkdir()
     path.write_text(FAKE_LIBREYOLO.format(python=PY))
     path.chmod(0o755)
-    # core.resume asks core.launch for the executable (the one beside this Python first)
-    monkeypatch.setattr(launch_mod, "libreyolo_executable", lambda: str(path))
+    # core.resume asks core.launch_spec for the executable (the one beside this Python first)
+    monkeypatch.setattr(launch_spec_mod, "libreyolo_executable", lambda: str(path))
     return str(path)
 
 

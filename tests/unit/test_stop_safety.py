@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from rgpu_tui.core.config import Settings
-from rgpu_tui.core.launch import stop_run
+from rgpu_tui.core.stop import stop_run
 from rgpu_tui.core.stop_target import START_AFTER_S, START_BEFORE_S, verify
 
 from .test_launch_unit import SLEEPER, _start_child, _status_for

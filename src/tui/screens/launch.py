@@ -15,15 +15,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Static
 
 from ...core.doctor import run_doctor
-from ...core.launch import (
-    LaunchError,
-    LaunchRecord,
-    build_argv,
-    display_command,
-    hf_status,
-    launch,
-    make_spec,
-)
+from ...core.launch import launch
+from ...core.launch_records import LaunchRecord
+from ...core.launch_spec import LaunchError, build_argv, display_command, hf_status, make_spec
 from ...core.text import printable
 
 FIELDS = (
@@ -174,7 +168,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
 
 
 def launch_defaults(settings, root: str, gpu_count: int | None) -> dict[str, str]:
-    from ...core.launch import default_device
+    from ...core.launch_spec import default_device
 
     return {
         "model": settings.model,
