@@ -41,7 +41,8 @@ def _snapshot_parser() -> argparse.ArgumentParser:
 def cmd_snapshot(argv: list[str]) -> int:
     args = _snapshot_parser().parse_args(argv)
     from ..core.collect import Collector
-    from ..core.snapshot import snapshot_to_json, snapshot_to_text
+    from ..core.snapshot_json import snapshot_to_json
+    from ..core.snapshot_text import snapshot_to_text
 
     try:
         choice = gpu_source(args)
@@ -103,7 +104,7 @@ def cmd_cost(argv: list[str]) -> int:
     if settings is None:
         return 2
     from ..core.cost import cost_once, cost_to_text, disk_gb_for, disk_view
-    from ..core.snapshot import cost_to_json
+    from ..core.snapshot_json import cost_to_json
 
     now = time.time()
     runs, run = (), None

@@ -33,18 +33,9 @@ from dataclasses import replace
 import psutil
 
 from .config import Settings, env_var, flag_name
+from .formatting import fmt_duration, fmt_money, fmt_rate, iso
 from .idle import GAP_CAP_S, IdleClock, IdleReading, machine_idle
-from .snapshot import (
-    CostView,
-    DiskInfo,
-    GpuView,
-    RunInfo,
-    SystemView,
-    fmt_duration,
-    fmt_money,
-    fmt_rate,
-    iso,
-)
+from .snapshot import CostView, DiskInfo, GpuView, RunInfo, SystemView
 from .text import printable
 from .values import TIMES
 

@@ -49,8 +49,10 @@ import os
 from dataclasses import dataclass
 
 from .config import Settings
+from .formatting import fmt_duration, fmt_money, fmt_number, iso
 from .safeio import open_regular
-from .snapshot import RunInfo, Snapshot, epoch_text, fmt_duration, fmt_money, fmt_number, iso
+from .snapshot import RunInfo, Snapshot
+from .snapshot_text import epoch_text
 from .system import CHECKPOINT_FACTOR, DISK_FULL_FRACTION, FULL_IN_WARN_HOURS, gb
 from .tail import redact
 from .text import printable

@@ -19,6 +19,7 @@ from stat import S_ISDIR, S_ISREG
 from .checkpoints import CheckpointLister, artifacts_target, default_checkpoint, metrics_inside
 from .config import Settings
 from .discovery import RUN_MARKERS, RunFinder
+from .formatting import fmt_duration
 from .hub_target import ARTIFACTS_REQUEST, PushTarget
 from .launch_records import LaunchRecord, launches_path, read_launches
 from .launch_runs import RunOnDisk, launch_alive, match_launches, state_without_run
@@ -33,7 +34,6 @@ from .snapshot import (
     RunInfo,
     SelectedRun,
     Snapshot,
-    fmt_duration,
 )
 from .status import PidWatch, StatusNumbers, StatusReader, derive_state, stall_limit
 from .tail import LogTail

@@ -26,13 +26,14 @@ from ..core.auto_push import AutoPusher
 from ..core.collect import Collector
 from ..core.config import Settings
 from ..core.events import EventEngine
+from ..core.formatting import fmt_duration, fmt_number
 from ..core.gpu_probe import gpu_preflight, preflight_to_text
 from ..core.hub_target import ARTIFACTS_REQUEST
 from ..core.launch_records import LaunchRecord
 from ..core.push import PushRequest
 from ..core.push_queue import PushEvent, PushQueue
 from ..core.resume import ResumeError, ResumePlan, plan_resume, start_resume
-from ..core.snapshot import SelectedRun, Snapshot, fmt_duration, fmt_number
+from ..core.snapshot import SelectedRun, Snapshot
 from ..core.stop import stop_run
 from ..core.text import printable
 from . import compat

@@ -55,7 +55,7 @@ def _brief(snap: dict[str, Any]) -> str:
 
 
 def _watcher(root: Path):
-    from rgpu_tui.core.snapshot import snapshot_to_json
+    from rgpu_tui.core.snapshot_json import snapshot_to_json
     from rgpu_tui.core.watch import RunsWatcher
 
     watcher = RunsWatcher(str(root))

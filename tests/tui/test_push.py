@@ -16,8 +16,8 @@ from support.hub_server import HubServer
 from textual.widgets import OptionList
 
 from rgpu_tui.core.config import Settings
+from rgpu_tui.core.formatting import fmt_number
 from rgpu_tui.core.push_records import read_pushes
-from rgpu_tui.core.snapshot import fmt_number
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen
 

@@ -23,7 +23,7 @@ from rgpu_tui.core.checkpoints import (
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.hub_target import ARTIFACTS_REQUEST, push_target
 from rgpu_tui.core.metrics import CheckpointRows, MetricsReader
-from rgpu_tui.core.snapshot import snapshot_to_json
+from rgpu_tui.core.snapshot_json import snapshot_to_json
 from rgpu_tui.core.watch import RunsWatcher
 
 

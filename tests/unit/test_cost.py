@@ -24,16 +24,9 @@ from rgpu_tui.core.cost import (
     stop_saving_percent,
     stopped_rate,
 )
-from rgpu_tui.core.snapshot import (
-    CostView,
-    DiskInfo,
-    GpuDevice,
-    GpuView,
-    RunInfo,
-    SystemView,
-    cost_to_json,
-    iso,
-)
+from rgpu_tui.core.formatting import iso
+from rgpu_tui.core.snapshot import CostView, DiskInfo, GpuDevice, GpuView, RunInfo, SystemView
+from rgpu_tui.core.snapshot_json import cost_to_json
 
 NOW = 1_800_000_000.0
 SEED_RATE = 3.4828  # 8x RTX 4090, running, $/h

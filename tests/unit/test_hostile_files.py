@@ -21,7 +21,8 @@ from rgpu_tui.core.discovery import MAX_DEPTH, RunFinder
 from rgpu_tui.core.metrics import MetricsReader
 from rgpu_tui.core.records import read_json_lines
 from rgpu_tui.core.safeio import NotRegularFile
-from rgpu_tui.core.snapshot import snapshot_to_json, snapshot_to_text
+from rgpu_tui.core.snapshot_json import snapshot_to_json
+from rgpu_tui.core.snapshot_text import snapshot_to_text
 from rgpu_tui.core.status import StatusReader
 from rgpu_tui.core.tail import IncrementalFile, LogTail, describe_os_error
 from rgpu_tui.core.watch import RunsWatcher

@@ -25,18 +25,9 @@ from support.hostile import (
 
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.cost import cost_to_text
-from rgpu_tui.core.snapshot import (
-    CostView,
-    DiskInfo,
-    GpuDevice,
-    GpuProcess,
-    GpuView,
-    SystemView,
-    gpus_to_text,
-    snapshot_to_json,
-    snapshot_to_text,
-    system_to_text,
-)
+from rgpu_tui.core.snapshot import CostView, DiskInfo, GpuDevice, GpuProcess, GpuView, SystemView
+from rgpu_tui.core.snapshot_json import snapshot_to_json
+from rgpu_tui.core.snapshot_text import gpus_to_text, snapshot_to_text, system_to_text
 from rgpu_tui.core.watch import RunsWatcher
 from rgpu_tui.tui.inert import inert, inert_body
 

@@ -18,7 +18,8 @@ from rgpu_tui.core.config import ConfigError, Settings, load_settings
 from rgpu_tui.core.cost import balance_runs_out_at, cost_once, cost_to_text
 from rgpu_tui.core.metrics import MetricsReader
 from rgpu_tui.core.records import read_json_lines
-from rgpu_tui.core.snapshot import snapshot_to_json, snapshot_to_text
+from rgpu_tui.core.snapshot_json import snapshot_to_json
+from rgpu_tui.core.snapshot_text import snapshot_to_text
 from rgpu_tui.core.status import StatusReader, check_pid
 from rgpu_tui.core.watch import RunsWatcher
 

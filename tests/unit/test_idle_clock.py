@@ -7,8 +7,9 @@ from pathlib import Path
 
 from rgpu_tui.core.collect import Collector
 from rgpu_tui.core.config import Settings
+from rgpu_tui.core.formatting import iso
 from rgpu_tui.core.idle import GAP_CAP_S, IdleClock
-from rgpu_tui.core.snapshot import iso, snapshot_to_json
+from rgpu_tui.core.snapshot_json import snapshot_to_json
 
 T0 = 1_800_000_000.0
 

@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from rgpu_tui.core import system
-from rgpu_tui.core.snapshot import RunInfo, SystemView, system_to_json
+from rgpu_tui.core.snapshot import RunInfo, SystemView
+from rgpu_tui.core.snapshot_json import system_to_json
 from rgpu_tui.core.system import SystemMonitor, existing_path, gb
 
 GB = 1_000_000_000

@@ -14,7 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rgpu_tui.core.snapshot import snapshot_to_json, snapshot_to_text
+from rgpu_tui.core.snapshot_json import snapshot_to_json
+from rgpu_tui.core.snapshot_text import snapshot_to_text
 from rgpu_tui.core.watch import RunsWatcher
 
 from .helpers import iso_utc

@@ -9,7 +9,8 @@ from rich.text import Text
 from textual.binding import Binding
 
 from ...core.cost import cost_to_text
-from ...core.snapshot import Snapshot, fmt_duration, fmt_money
+from ...core.formatting import fmt_duration, fmt_money
+from ...core.snapshot import Snapshot
 from .dialogs import ReportScreen
 
 

@@ -6,7 +6,8 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ...core.cost import no_price_text
-from ...core.snapshot import CostView, fmt_money, fmt_rate
+from ...core.formatting import fmt_money, fmt_rate
+from ...core.snapshot import CostView
 from .lines import LinePane
 
 

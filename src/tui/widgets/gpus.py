@@ -12,7 +12,8 @@ import math
 
 from rich.text import Text
 
-from ...core.snapshot import GpuDevice, GpuProcess, GpuView, RunInfo, SystemView, fmt_duration
+from ...core.formatting import fmt_duration
+from ...core.snapshot import GpuDevice, GpuProcess, GpuView, RunInfo, SystemView
 from ...core.text import printable
 from .lines import LinePane
 from .metrics import sparkline

@@ -11,7 +11,8 @@ import math
 
 from rich.text import Text
 
-from ...core.snapshot import MetricsView, fmt_number
+from ...core.formatting import fmt_number
+from ...core.snapshot import MetricsView
 from ...core.text import printable
 from .lines import LinePane
 

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ...core.snapshot import (
-    PushInfo,
-    RunInfo,
-    best_text,
-    epoch_text,
-    fmt_duration,
-    fmt_gpu_indices,
-)
+from ...core.formatting import fmt_duration, fmt_gpu_indices
+from ...core.snapshot import PushInfo, RunInfo
+from ...core.snapshot_text import best_text, epoch_text
 from ...core.text import printable
 from .lines import LinePane
 from .style import STATE_STYLE, state_badge
