@@ -15,8 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from rich.text import Text
-from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -26,23 +24,17 @@ from ..core.auto_push import AutoPusher
 from ..core.collect import Collector
 from ..core.config import Settings
 from ..core.events import EventEngine
-from ..core.formatting import fmt_duration, fmt_number
-from ..core.gpu_probe import gpu_preflight, preflight_to_text
-from ..core.hub_target import ARTIFACTS_REQUEST
-from ..core.launch_records import LaunchRecord
-from ..core.push import PushRequest
-from ..core.push_queue import PushEvent, PushQueue
-from ..core.resume import ResumeError, ResumePlan, plan_resume, start_resume
-from ..core.snapshot import SelectedRun, Snapshot
-from ..core.stop import stop_run
+from ..core.push_queue import PushQueue
+from ..core.snapshot import Snapshot
 from ..core.text import printable
 from . import compat
-from .messages import PushUpdate, RefreshFailed, SnapshotReady, StopProgress
+from .actions.push import PushActions
+from .actions.runs import RunActions
+from .messages import RefreshFailed, SnapshotReady
 from .refresher import Refresher
 from .screens.cost import CostScreen
-from .screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
+from .screens.dialogs import ReportScreen
 from .screens.help import HelpScreen
-from .screens.launch import LaunchScreen, launch_defaults
 from .widgets.cost import CostStrip, IdleBanner
 from .widgets.gpus import GpuPane
 from .widgets.log_pane import LogPane, LogTitle
@@ -64,7 +56,7 @@ WIDE_COLUMNS = 140
 SHORT_ROWS = 32  # below this the metrics pane drops its border
 
 
-class RgpuApp(App[int]):
+class RgpuApp(PushActions, RunActions, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "rgpu-tui"
     BINDINGS = [
@@ -288,318 +280,6 @@ class RgpuApp(App[int]):
 
     def action_cost(self) -> None:
         self.push_screen(CostScreen(self.snapshot, self.settings))
-
-    # -- pushing to the Hub ------------------------------------------------------
-
-    def action_push(self) -> None:
-        """`p`: best.pt of the selected run (last.pt when there is no best.pt)."""
-        sel = self._selected_run()
-        if sel is not None:
-            self._confirm_push(sel, sel.push_default)
-
-    def action_push_pick(self) -> None:
-        """`P`: pick best.pt, last.pt, an epoch_N.pt, or the small artifacts only (the
-        selected run's checkpoints, as the last Snapshot lists them)."""
-        sel = self._selected_run()
-        if sel is None:
-            return
-        choices = [(c.name, c.name) for c in sel.checkpoints]
-        choices.append((ARTIFACTS_REQUEST, "small artifacts only (status, metrics, config)"))
-        title = "push which file?"
-        if sel.checkpoints_not_listed:
-            title += f" ({sel.checkpoints_not_listed} older not listed)"
-
-        def picked(file: str | None) -> None:
-            if file:
-                self._confirm_push(sel, file)
-
-        self.push_screen(PickScreen(title, choices), picked)
-
-    def _selected_run(self) -> SelectedRun | None:
-        snap = self.snapshot
-        if snap is None or snap.selected is None:
-            self.notify("No run selected.", severity="warning")
-            return None
-        return snap.selected
-
-    def _confirm_push(self, sel: SelectedRun, file: str) -> None:
-        """The confirm dialog, from what the Snapshot says of the file and its target
-        (core.hub_target.push_target: the push itself goes where it says)."""
-        body = Text()
-        if file == ARTIFACTS_REQUEST:
-            target = sel.artifacts_target
-            if target is None or target.problem:
-                self._push_refused(target.problem if target else "no target")
-                return
-            body.append("The run's small artifacts (status.json, metrics.jsonl, results.csv, ")
-            body.append("summary.json, train_config.yaml).\n")
-            where = f"{target.folder}/" if target.folder else "the top of the repo"
-        else:
-            c = sel.checkpoint(file)
-            target = c.target if c is not None else sel.artifacts_target
-            if target is not None and target.repo_problem:
-                self._push_refused(target.repo_problem)
-                return
-            if c is None or not c.exists:
-                path = c.path if c is not None else os.path.join(sel.run_dir, "weights", file)
-                self.notify(f"{path} does not exist.", severity="error")
-                return
-            if c.problem or target.problem:  # outside the run, a FIFO, a bad hub_path
-                self._push_refused(c.problem or target.problem)
-                return
-            # printable before Text, which would drop a BEL or CR unseen
-            body.append(printable(c.path) + "\n", style="bold")
-            body.append(f"{(c.size or 0) / 1e6:.1f} MB")
-            if c.epoch is not None:
-                body.append(f", epoch {c.epoch}")
-            if c.metric is not None:
-                body.append(f", {printable(c.metric_name or 'metric')} {fmt_number(c.metric)}")
-            body.append("\n")
-            where = target.path
-        body.append("to ")
-        body.append(printable(f"{target.repo}: {where}"), style="bold")
-        body.append("\n(with the run's small artifacts, in one commit; a new repo is private)")
-        run_dir = sel.run_dir
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._submit_push(PushRequest(run_dir=run_dir, file=file))
-
-        self.push_screen(
-            ConfirmScreen("push to the Hugging Face Hub", body, "enter: push"), answered
-        )
-
-    def _push_refused(self, why: str | None) -> None:
-        self.notify(printable(why or "cannot push"), severity="error", timeout=10, markup=False)
-
-    def _submit_push(self, req: PushRequest) -> None:
-        """From the UI thread (a key) or the refresher's (auto-push): the one queue."""
-        try:
-            self.push_queue.submit(req)
-        except RuntimeError:
-            if not self._exiting:
-                raise
-            # closed: the app is exiting and a refresh in flight asked late; nothing starts
-
-    def _push_event_from_thread(self, event: PushEvent) -> None:
-        self.post_message(PushUpdate(event))  # thread-safe, never blocks the uploader
-
-    def on_push_update(self, message: PushUpdate) -> None:
-        ev = message.event
-        queued = len(self.push_queue.pending())
-        req = ev.request
-        if ev.kind in ("started", "progress"):
-            self.push_bar.show(
-                req.file, req.run_dir, ev.phase, ev.bytes_done, ev.bytes_total, queued
-            )
-        elif ev.kind == "queued":
-            current = self.push_queue.current()
-            if current is None:
-                self.push_bar.show(None, None, None, 0, 0, queued)
-        elif ev.kind == "finished" and ev.result is not None:
-            self.push_bar.show(None, None, None, 0, 0, queued)
-            r = ev.result
-            run = os.path.basename(req.run_dir)
-            for notice in r.notices:  # an artifact skipped (outside the run, not a file)
-                self.notify(
-                    printable(notice), title="push", severity="warning", timeout=15, markup=False
-                )
-            if r.ok and r.skipped_unchanged:
-                self.notify(
-                    f"{r.file or req.file} of {run} is unchanged on {r.repo}: no new commit."
-                )
-            elif r.ok:
-                self.notify(
-                    f"Pushed {r.file or req.file} of {run} to {r.repo}\n{r.commit_url or ''}",
-                    title="pushed",
-                    timeout=10,
-                )
-            else:
-                self.notify(
-                    r.error or "push failed", title="push failed", severity="error", timeout=20
-                )
-            self.request_refresh()  # the header's "pushed ... ago" comes from the records
-
-    # -- launching, stopping, checking the GPUs ---------------------------------
-
-    def _gpu_count(self) -> int | None:
-        gpus = self.snapshot.gpus if self.snapshot else None
-        if gpus is None or not gpus.available or gpus.source == "fake":
-            return 0  # simulated GPUs cannot train: the form proposes the CPU
-        return len(gpus.devices)
-
-    def action_launch(self) -> None:
-        """`n`: the launch form; the new run is selected once it appears."""
-        gpu_count = self._gpu_count()
-        root = self.collector.runs.root
-        defaults = launch_defaults(self.settings, root, gpu_count)
-
-        def launched(record: LaunchRecord | None) -> None:
-            if record is None:
-                return
-            self._follow_pid = record.pid
-            self.notify(
-                f"Started {record.name} (pid {record.pid}); console log {record.console_log}",
-                title="launched",
-                timeout=10,
-            )
-            self.request_refresh()
-
-        self.push_screen(LaunchScreen(defaults, self.settings, gpu_count), launched)
-
-    def action_stop(self) -> None:
-        """`s`: SIGINT to the run's process group, SIGTERM and SIGKILL later if needed."""
-        snap = self.snapshot
-        run = snap.selected_run if snap else None
-        if run is not None and run.state == "starting":
-            self.notify("Still starting: stop it once it shows RUN.", severity="warning")
-            return
-        if run is None or run.state not in ("running", "stalled"):
-            self.notify("The selected run is not running.", severity="warning")
-            return
-        s = self.settings
-        body = Text()
-        body.append(f"Stop {printable(run.name)} (pid {run.pid})?\n", style="bold")
-        body.append(
-            f"SIGINT now (libreyolo records failed/KeyboardInterrupt and keeps its last "
-            f"checkpoint), SIGTERM after {s.stop_term_after:g} s, SIGKILL after "
-            f"{s.stop_kill_after:g} s. Push its weights first if they matter."
-        )
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                screen = ReportScreen(f"stopping {run.name}", "sending SIGINT…")
-                self._stop_screen = screen
-                self.push_screen(screen)
-                self._stop_worker(run.run_dir, run.name)
-
-        self.push_screen(ConfirmScreen("stop a run", body, "enter: stop"), answered)
-
-    @work(thread=True, group="stop")
-    def _stop_worker(self, run_dir: str, name: str) -> None:
-        def progress(phase: str, seconds_left: float | None) -> None:
-            self.post_message(StopProgress(name, phase, seconds_left, None))
-
-        result = stop_run(run_dir, self.settings, on_progress=progress)
-        self.post_message(StopProgress(name, "done", None, result))
-
-    def on_stop_progress(self, message: StopProgress) -> None:
-        screen = self._stop_screen if self._stop_screen in self.screen_stack else None
-        if message.result is None:
-            text = {
-                "sigint": "SIGINT sent; SIGTERM in {s}",
-                "sigterm": "SIGTERM sent; SIGKILL in {s}",
-                "sigkill": "SIGKILL sent; waiting {s} for the process to end",
-                "ended": "the process has ended",
-            }.get(message.phase, message.phase + " {s}")
-            left = fmt_duration(message.seconds_left) if message.seconds_left is not None else ""
-            if screen is not None:
-                screen.show(text.format(s=left))
-            return
-        r = message.result
-        if r.ok:
-            sent = ", ".join(r.signals_sent) or "no signal needed"
-            reads = {
-                "dead": "its status.json still says running: shown as DEAD",
-                "failed": "libreyolo recorded it as failed (interrupted)",
-            }.get(r.final_state or "", f"it reads {r.final_state or '?'}")
-            summary = f"{message.name} stopped ({sent}); {reads}"
-            self.notify(summary, title="stopped", timeout=10)
-        else:
-            summary = f"{message.name} not stopped: {r.error}"
-            self.notify(summary, title="stop failed", severity="error", timeout=20)
-        if screen is not None:
-            screen.show(summary)
-        self.request_refresh()
-
-    def action_resume(self) -> None:
-        """`r`: resume a DEAD or FAILED run from its last.pt (core.resume), after a confirm
-        dialog with the exact command; the checks and the start run in a thread."""
-        snap = self.snapshot
-        run = snap.selected_run if snap else None
-        if run is None:
-            self.notify("No run selected.", severity="warning")
-            return
-        why = {
-            "running": "is running",
-            "stalled": "is still alive (stalled): stop it first (s)",
-            "starting": "is still starting",
-            "completed": "completed: nothing to resume",
-        }.get(run.state)
-        if why is None and run.state not in ("dead", "failed"):
-            why = "is not DEAD or FAILED: nothing to resume"
-        if why is not None:
-            self.notify(f"{run.name} {why}.", severity="warning")
-            return
-        self._resume_plan_worker(run.run_dir)
-
-    @work(thread=True, exclusive=True, group="resume-plan")
-    def _resume_plan_worker(self, run_dir: str) -> None:
-        try:
-            plan = plan_resume(run_dir)
-        except ResumeError as exc:
-            self._from_thread(self.notify, f"Not resumed: {exc}", severity="error", timeout=15)
-            return
-        self._from_thread(self._confirm_resume, plan)
-
-    def _from_thread(self, callback, *args, **kwargs) -> None:
-        try:
-            self.call_from_thread(callback, *args, **kwargs)
-        except RuntimeError:  # the app is closing: nobody to tell
-            pass
-
-    def _confirm_resume(self, plan: ResumePlan) -> None:
-        body = Text()
-        done = plan.completed_epochs
-        after = f" after epoch {done}" + (f"/{plan.total_epochs}" if plan.total_epochs else "")
-        body.append(
-            f"Resume {printable(plan.name)} ({plan.state.upper()}"
-            f"{after if done is not None else ''}) in its own directory?\n",
-            style="bold",
-        )
-        body.append(printable(plan.command) + "\n")
-        body.append("Detached like a launch: it keeps training when the app quits.")
-        for notice in plan.notices:
-            body.append("\n" + printable(notice))
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._resume_worker(plan.run_dir)
-
-        self.push_screen(ConfirmScreen("resume a run", body, "enter: resume"), answered)
-
-    @work(thread=True, group="resume")
-    def _resume_worker(self, run_dir: str) -> None:
-        try:  # checked again: the run may have changed while the dialog was open
-            plan, record = start_resume(run_dir)
-        except ResumeError as exc:
-            self._from_thread(self.notify, f"Not resumed: {exc}", severity="error", timeout=20)
-            return
-        self._from_thread(self._resumed, plan, record)
-
-    def _resumed(self, plan: ResumePlan, record: LaunchRecord) -> None:
-        self._follow_pid = record.pid
-        self.notify(
-            f"Resumed {plan.name} (pid {record.pid}); console log {record.console_log}",
-            title="resumed",
-            timeout=10,
-        )
-        self.request_refresh()
-
-    def action_preflight(self) -> None:
-        """`g`: torch, CUDA and one real matmul on every GPU, in a subprocess."""
-        screen = ReportScreen("GPU check", "running torch in a subprocess…")
-        self.push_screen(screen)
-        self._preflight_worker(screen)
-
-    @work(thread=True, exclusive=True, group="preflight")
-    def _preflight_worker(self, screen: ReportScreen) -> None:
-        report = gpu_preflight()
-        style = "bold green" if report.ok else "bold red"
-        lines = preflight_to_text(report).splitlines()
-        body = Text(lines[0] + "\n", style=style)
-        body.append("\n".join(lines[1:]))
-        self.call_from_thread(screen.show, body)
 
     def action_metrics_page(self) -> None:
         self.metrics_pane.next_page()

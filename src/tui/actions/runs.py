@@ -1,0 +1,205 @@
+"""Launching, stopping, resuming and checking the GPUs from the app: `n`, `s`, `r`, `g`.
+
+A mixin of RgpuApp (tui.app): it uses the app's snapshot, settings, collector, notify,
+push_screen and request_refresh, and sets `_follow_pid` (the run the app selects once it
+appears). The work is core's (core.launch through the launch form, core.stop,
+core.resume, core.gpu_probe), in worker threads.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+
+from ...core.formatting import fmt_duration
+from ...core.gpu_probe import gpu_preflight, preflight_to_text
+from ...core.launch_records import LaunchRecord
+from ...core.resume import ResumeError, ResumePlan, plan_resume, start_resume
+from ...core.stop import stop_run
+from ...core.text import printable
+from ..messages import StopProgress
+from ..screens.dialogs import ConfirmScreen, ReportScreen
+from ..screens.launch import LaunchScreen, launch_defaults
+
+
+class RunActions:
+    """The app's launch, stop, resume and GPU-check keys (mixed into RgpuApp)."""
+
+    def _gpu_count(self) -> int | None:
+        gpus = self.snapshot.gpus if self.snapshot else None
+        if gpus is None or not gpus.available or gpus.source == "fake":
+            return 0  # simulated GPUs cannot train: the form proposes the CPU
+        return len(gpus.devices)
+
+    def action_launch(self) -> None:
+        """`n`: the launch form; the new run is selected once it appears."""
+        gpu_count = self._gpu_count()
+        root = self.collector.runs.root
+        defaults = launch_defaults(self.settings, root, gpu_count)
+
+        def launched(record: LaunchRecord | None) -> None:
+            if record is None:
+                return
+            self._follow_pid = record.pid
+            self.notify(
+                f"Started {record.name} (pid {record.pid}); console log {record.console_log}",
+                title="launched",
+                timeout=10,
+            )
+            self.request_refresh()
+
+        self.push_screen(LaunchScreen(defaults, self.settings, gpu_count), launched)
+
+    def action_stop(self) -> None:
+        """`s`: SIGINT to the run's process group, SIGTERM and SIGKILL later if needed."""
+        snap = self.snapshot
+        run = snap.selected_run if snap else None
+        if run is not None and run.state == "starting":
+            self.notify("Still starting: stop it once it shows RUN.", severity="warning")
+            return
+        if run is None or run.state not in ("running", "stalled"):
+            self.notify("The selected run is not running.", severity="warning")
+            return
+        s = self.settings
+        body = Text()
+        body.append(f"Stop {printable(run.name)} (pid {run.pid})?\n", style="bold")
+        body.append(
+            f"SIGINT now (libreyolo records failed/KeyboardInterrupt and keeps its last "
+            f"checkpoint), SIGTERM after {s.stop_term_after:g} s, SIGKILL after "
+            f"{s.stop_kill_after:g} s. Push its weights first if they matter."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                screen = ReportScreen(f"stopping {run.name}", "sending SIGINT…")
+                self._stop_screen = screen
+                self.push_screen(screen)
+                self._stop_worker(run.run_dir, run.name)
+
+        self.push_screen(ConfirmScreen("stop a run", body, "enter: stop"), answered)
+
+    @work(thread=True, group="stop")
+    def _stop_worker(self, run_dir: str, name: str) -> None:
+        def progress(phase: str, seconds_left: float | None) -> None:
+            self.post_message(StopProgress(name, phase, seconds_left, None))
+
+        result = stop_run(run_dir, self.settings, on_progress=progress)
+        self.post_message(StopProgress(name, "done", None, result))
+
+    def on_stop_progress(self, message: StopProgress) -> None:
+        screen = self._stop_screen if self._stop_screen in self.screen_stack else None
+        if message.result is None:
+            text = {
+                "sigint": "SIGINT sent; SIGTERM in {s}",
+                "sigterm": "SIGTERM sent; SIGKILL in {s}",
+                "sigkill": "SIGKILL sent; waiting {s} for the process to end",
+                "ended": "the process has ended",
+            }.get(message.phase, message.phase + " {s}")
+            left = fmt_duration(message.seconds_left) if message.seconds_left is not None else ""
+            if screen is not None:
+                screen.show(text.format(s=left))
+            return
+        r = message.result
+        if r.ok:
+            sent = ", ".join(r.signals_sent) or "no signal needed"
+            reads = {
+                "dead": "its status.json still says running: shown as DEAD",
+                "failed": "libreyolo recorded it as failed (interrupted)",
+            }.get(r.final_state or "", f"it reads {r.final_state or '?'}")
+            summary = f"{message.name} stopped ({sent}); {reads}"
+            self.notify(summary, title="stopped", timeout=10)
+        else:
+            summary = f"{message.name} not stopped: {r.error}"
+            self.notify(summary, title="stop failed", severity="error", timeout=20)
+        if screen is not None:
+            screen.show(summary)
+        self.request_refresh()
+
+    def action_resume(self) -> None:
+        """`r`: resume a DEAD or FAILED run from its last.pt (core.resume), after a confirm
+        dialog with the exact command; the checks and the start run in a thread."""
+        snap = self.snapshot
+        run = snap.selected_run if snap else None
+        if run is None:
+            self.notify("No run selected.", severity="warning")
+            return
+        why = {
+            "running": "is running",
+            "stalled": "is still alive (stalled): stop it first (s)",
+            "starting": "is still starting",
+            "completed": "completed: nothing to resume",
+        }.get(run.state)
+        if why is None and run.state not in ("dead", "failed"):
+            why = "is not DEAD or FAILED: nothing to resume"
+        if why is not None:
+            self.notify(f"{run.name} {why}.", severity="warning")
+            return
+        self._resume_plan_worker(run.run_dir)
+
+    @work(thread=True, exclusive=True, group="resume-plan")
+    def _resume_plan_worker(self, run_dir: str) -> None:
+        try:
+            plan = plan_resume(run_dir)
+        except ResumeError as exc:
+            self._from_thread(self.notify, f"Not resumed: {exc}", severity="error", timeout=15)
+            return
+        self._from_thread(self._confirm_resume, plan)
+
+    def _from_thread(self, callback, *args, **kwargs) -> None:
+        try:
+            self.call_from_thread(callback, *args, **kwargs)
+        except RuntimeError:  # the app is closing: nobody to tell
+            pass
+
+    def _confirm_resume(self, plan: ResumePlan) -> None:
+        body = Text()
+        done = plan.completed_epochs
+        after = f" after epoch {done}" + (f"/{plan.total_epochs}" if plan.total_epochs else "")
+        body.append(
+            f"Resume {printable(plan.name)} ({plan.state.upper()}"
+            f"{after if done is not None else ''}) in its own directory?\n",
+            style="bold",
+        )
+        body.append(printable(plan.command) + "\n")
+        body.append("Detached like a launch: it keeps training when the app quits.")
+        for notice in plan.notices:
+            body.append("\n" + printable(notice))
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._resume_worker(plan.run_dir)
+
+        self.push_screen(ConfirmScreen("resume a run", body, "enter: resume"), answered)
+
+    @work(thread=True, group="resume")
+    def _resume_worker(self, run_dir: str) -> None:
+        try:  # checked again: the run may have changed while the dialog was open
+            plan, record = start_resume(run_dir)
+        except ResumeError as exc:
+            self._from_thread(self.notify, f"Not resumed: {exc}", severity="error", timeout=20)
+            return
+        self._from_thread(self._resumed, plan, record)
+
+    def _resumed(self, plan: ResumePlan, record: LaunchRecord) -> None:
+        self._follow_pid = record.pid
+        self.notify(
+            f"Resumed {plan.name} (pid {record.pid}); console log {record.console_log}",
+            title="resumed",
+            timeout=10,
+        )
+        self.request_refresh()
+
+    def action_preflight(self) -> None:
+        """`g`: torch, CUDA and one real matmul on every GPU, in a subprocess."""
+        screen = ReportScreen("GPU check", "running torch in a subprocess…")
+        self.push_screen(screen)
+        self._preflight_worker(screen)
+
+    @work(thread=True, exclusive=True, group="preflight")
+    def _preflight_worker(self, screen: ReportScreen) -> None:
+        report = gpu_preflight()
+        style = "bold green" if report.ok else "bold red"
+        lines = preflight_to_text(report).splitlines()
+        body = Text(lines[0] + "\n", style=style)
+        body.append("\n".join(lines[1:]))
+        self.call_from_thread(screen.show, body)
