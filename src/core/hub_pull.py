@@ -48,7 +48,7 @@ CHUNK = 1 << 20
 RUNS_SHOWN = 10  # runs named when RUN is not in the repo
 DOWNLOAD_RETRIES = 2  # a 429 or 5xx on a file GET; never a timeout
 
-# the same shape core.push and core.config accept
+# the same shape core.hub_target and core.config accept
 _REPO_RE = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 _EPOCH_RE = re.compile(r"epoch_(\d+)\.pt")
 
@@ -194,7 +194,7 @@ def layout(hub_path: str, run: str) -> _Layout:
         probe = repo_path(hub_path, run, "x")
         names = {repo_path(hub_path, run, n): n for n in ("best.pt", "last.pt")}
         base = repo_path(hub_path, run, "epoch_\0.pt").rpartition("/")[2]
-    except Exception as exc:  # core.push says what is wrong with it, in one line
+    except Exception as exc:  # core.hub_target says what is wrong with it, in one line
         raise PullArgumentError(str(exc)) from None
     directory = probe.rpartition("/")[0]
     shared = not any("{run}" in s for s in segments[:-1])
