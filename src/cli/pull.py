@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 
+from .interrupts import interrupted, sigterm_interrupts
 from .numbers import OneLineParser, number
 from .options import human_bytes, settings_or_none
 
@@ -70,30 +69,18 @@ def cmd_pull(argv: list[str]) -> int:
         if not args.json:
             print(f"downloading {rel} ({human_bytes(size)})...", flush=True)
 
-    def terminated(signum, frame) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise Interrupted("SIGTERM")
-
     # SIGTERM ends a download like Ctrl-C: its temporary file is removed on the way out
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, terminated) if in_main else None
     try:
-        result = pull(
-            args.repo.strip(), args.run, hub_path=hub_path, to_dir=args.to, which=args.file,
-            force=args.force, timeout=args.timeout, on_download=downloading,
-        )  # fmt: skip
+        with sigterm_interrupts():
+            result = pull(
+                args.repo.strip(), args.run, hub_path=hub_path, to_dir=args.to, which=args.file,
+                force=args.force, timeout=args.timeout, on_download=downloading,
+            )  # fmt: skip
     except PullArgumentError as exc:
         print(f"rgpu-tui: {printable(str(exc))}", file=sys.stderr)
         return 2
-    except Interrupted:
-        print("rgpu-tui: pull interrupted by SIGTERM (nothing half-written)", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    except KeyboardInterrupt:
-        print("rgpu-tui: pull interrupted by SIGINT (nothing half-written)", file=sys.stderr)
-        return 128 + signal.SIGINT
-    finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        return interrupted(exc, "pull", "nothing half-written")
     for notice in result.notices:
         print(f"rgpu-tui: {printable(notice)}", file=sys.stderr)
     for f in result.files:

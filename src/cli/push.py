@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
-import threading
 
 from ..core.config import add_settings_flags
+from .interrupts import interrupted, sigterm_interrupts
 from .numbers import OneLineParser, number
 from .options import human_bytes, settings_or_none
 
@@ -73,27 +72,15 @@ def cmd_push(argv: list[str]) -> int:
     run_dir = os.path.abspath(args.run_dir)
     request = PushRequest(run_dir, file_for_arg(args.file, run_dir))
 
-    def terminated(signum, frame) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the record is being written
-        raise Interrupted("SIGTERM")
-
     # SIGTERM (kill, a shutting-down machine) interrupts the push like Ctrl-C: the attempt
     # is recorded as interrupted and the staging copy removed, instead of dying silently
-    in_main = threading.current_thread() is threading.main_thread()  # where signals go
-    previous = signal.signal(signal.SIGTERM, terminated) if in_main else None
     try:
-        result = push(
-            request, settings, timeout=args.timeout, settle_s=args.settle, force=args.force
-        )
-    except Interrupted:
-        print("rgpu-tui: push interrupted by SIGTERM (recorded)", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    except KeyboardInterrupt:
-        print("rgpu-tui: push interrupted by SIGINT (recorded)", file=sys.stderr)
-        return 128 + signal.SIGINT
-    finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
+        with sigterm_interrupts():
+            result = push(
+                request, settings, timeout=args.timeout, settle_s=args.settle, force=args.force
+            )
+    except (Interrupted, KeyboardInterrupt) as exc:
+        return interrupted(exc, "push", "recorded")
     for notice in result.notices:
         print(f"rgpu-tui: {printable(notice)}", file=sys.stderr)
     if args.json:
