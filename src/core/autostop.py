@@ -122,6 +122,7 @@ class Autostop:
         self._thread: threading.Thread | None = None
         self._spent_at: float | None = None  # this stretch's command started then
         self._spent_recorded = False  # a restarted watcher would read the stretch as spent
+        self._from_record = False  # the spent stretch is one an earlier watcher recorded
         self._outcome: str | None = None  # "ran" | "failed": how this stretch's attempt ended
         self._outcome_text = ""
         self._held_by_app = False
@@ -153,7 +154,7 @@ class Autostop:
         spent = started if started is not None else spent  # killed by its own command
         if spent is None:
             return
-        self._spent_at, self._spent_recorded = spent, True
+        self._spent_at, self._spent_recorded, self._from_record = spent, True, True
         self._outcome, self._outcome_text = "ran", f"autostop ran at {iso(spent)}"
         machine = self._machine_started_at
         if machine is not None and machine > spent:
@@ -176,7 +177,9 @@ class Autostop:
             self._pushed.clear()
             self._write_plan("busy", now)
             return
-        if self._spent_at is not None:
+        if self._spent_at is not None and self._from_record:
+            # what happened while no watcher looked: a run that changed since means the
+            # machine was busy (this watcher's own refreshes tell it otherwise)
             changed = [r.name for r in snap.runs if r.activity > self._spent_at + 1.0]
             if changed:
                 self._rearm(now, f"{changed[0]} changed since")
@@ -354,7 +357,7 @@ class Autostop:
             return
         if self._spent_recorded:
             self._record({"at": iso(now), "event": "rearmed", "why": why})
-        self._spent_at, self._spent_recorded = None, False
+        self._spent_at, self._spent_recorded, self._from_record = None, False, False
         self._outcome, self._outcome_text = None, ""
 
     def _auto_push(self, unsafe: list[RunWeights]) -> None:

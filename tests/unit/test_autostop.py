@@ -319,6 +319,17 @@ def test_busy_then_idle_again_is_a_new_stretch(rig) -> None:
     assert os.stat(r.files.record).st_mode & 0o777 == 0o600
 
 
+def test_a_run_appearing_while_the_watcher_looks_is_no_new_stretch(rig) -> None:
+    """Only a refresh that is not idle ends the stretch for a watcher that saw it all (a
+    pulled run's fresh files are not a busy machine)."""
+    r = rig()
+    assert r.settle(DUE) == "ran"
+    r.runs = [run_info(make_run(r.root, "pulled"), activity=DUE + 50)]
+    assert r.settle(DUE + 100) == "ran"
+    assert r.settle(DUE + 100 + 2 * LIMIT_MIN * 60) == "ran"
+    assert len(r.ran()) == 1
+
+
 def test_a_restarted_watcher_does_not_run_it_again_in_the_same_stretch(rig) -> None:
     r = rig()
     assert r.settle(DUE) == "ran"
