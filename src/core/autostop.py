@@ -212,7 +212,7 @@ class Autostop:
         unsafe = [w for w in weights if w.verdict in UNSAFE]
         if unsafe and self.settings.auto_push != "off":
             self._auto_push(unsafe)
-            if self._queue is not None and self._queue.busy():
+            if self.pushing():
                 names = ", ".join(w.label for w in unsafe[:NAMED_RUNS])
                 self._write_plan("pushing", now, message=f"pushing {names} first (auto_push)")
                 return
@@ -359,6 +359,10 @@ class Autostop:
             self._record({"at": iso(now), "event": "rearmed", "why": why})
         self._spent_at, self._spent_recorded, self._from_record = None, False, False
         self._outcome, self._outcome_text = None, ""
+
+    def pushing(self) -> bool:
+        """Whether auto-pushes asked for by autostop are queued or in flight."""
+        return self._queue is not None and self._queue.busy()
 
     def _auto_push(self, unsafe: list[RunWeights]) -> None:
         from .hub import PushQueue, PushRequest
