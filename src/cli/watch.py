@@ -232,7 +232,7 @@ def _autostop(settings, root, off: bool, emit, engine, notifier, token):
 
 
 def _loop(collector, engine, emit, stop, state_file, interval, save_state, autostop=None) -> None:
-    last_failure = last_save_problem = None
+    last_failure = last_save_problem = autostop_failure = None
     saved_at = time.monotonic()
     while not stop.requested:
         began = time.monotonic()
@@ -255,9 +255,11 @@ def _loop(collector, engine, emit, stop, state_file, interval, save_state, autos
                 autostop.step(snap)  # after the refresh's events: they are older news
             except Exception as exc:  # an autostop bug: said once, the watcher goes on
                 failure = " ".join(f"autostop: {type(exc).__name__}: {exc}".split())
-                if failure != last_failure:
+                if failure != autostop_failure:
                     _say(failure)
-                last_failure = failure
+                autostop_failure = failure
+            else:
+                autostop_failure = None
         due = time.monotonic() - saved_at >= SEEN_SAVE_S
         if engine.dirty or due:
             last_save_problem = _save(engine, state_file, save_state, last_save_problem)

@@ -47,6 +47,7 @@ from .cost import container_started_at
 from .env_expand import UnsetVariable, expand, variables
 from .events import Event, EventEngine, clean
 from .snapshot import Snapshot, fmt_duration, iso
+from .tail import redact
 from .weights_safety import (
     HASHING,
     OUTSIDE,
@@ -273,7 +274,7 @@ class Autostop:
             {
                 "at": iso(now),
                 "event": "started",
-                "command": list(self.command),
+                "command": [scrub(arg, self.token) for arg in self.command],
                 "idle_seconds": round(idle_s, 1),
                 "hub": "unreachable: " + hub.unreachable if hub.unreachable else "checked",
                 "weights": [
@@ -485,6 +486,11 @@ def hub_held_text(hub: HubCheck) -> str:
         f"autostop held: pushes.jsonl says pushed, but the Hub disagrees: {'; '.join(parts)}: "
         f"push again (`rgpu-tui push {run_dir} --force`)"
     )
+
+
+def scrub(text: str, token: str | None) -> str:
+    """`text` with the token (and anything shaped like one) replaced: what goes in a record."""
+    return redact(text.replace(token, "***") if token else text)
 
 
 def _seconds(text) -> float | None:

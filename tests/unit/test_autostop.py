@@ -127,6 +127,8 @@ class Rig:
         self.idle_since: float | None = NOW
         self.start()
 
+    token: str | None = None
+
     def start(self, machine_started_at: float = NOW - 86400) -> Autostop:
         self.engine = EventEngine(self.settings, self.engine_state, pushes=False)
         self.checker = WeightsChecker(hub_lookup=self.hub)
@@ -140,6 +142,7 @@ class Rig:
             environ=self.environ,
             say=self.said.append,
             machine_started_at=machine_started_at,
+            token=self.token,
         )
         return self.autostop
 
@@ -450,3 +453,17 @@ def test_each_version_is_hashed_once(tmp_path: Path) -> None:
         assert checker.hashed == 2 and w.sha256 == hashlib.sha256(b"v2" * 1000).hexdigest()
     finally:
         checker.close()
+
+
+def test_the_token_reaches_no_record_plan_or_message(rig, tmp_path: Path) -> None:
+    token = "hf_" + "T" * 34
+    r = rig()
+    r.command = (sys.executable, "-c", RECORD, str(r.out), f"--header=Bearer {token}")
+    r.settings = Settings(autostop_command=r.command, autostop_idle_minutes=LIMIT_MIN)
+    r.token = token
+    r.restart()
+    assert r.settle(DUE) == "ran"
+    assert r.ran() == [[f"--header=Bearer {token}"]]  # the command itself gets what it asks
+    said = json.dumps([e.to_json() for e in r.events])
+    for text in (said, Path(r.files.record).read_text(), Path(r.files.plan).read_text()):
+        assert token not in text and "***" in text
