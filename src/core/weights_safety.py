@@ -21,7 +21,8 @@ when its inode, size or mtime changed).
 names, at the repo's head: its LFS sha256 (or git blob sha1 for a file kept in git) must be
 the one on disk. A path or repo the Hub does not have, or a different file there, is not
 safe; a Hub that cannot be reached (no network, a timeout, a 5xx, a refused token) cannot
-say, and the records are trusted (the result says so).
+say, and the records are trusted (the result says so). Any other answer (a token it refuses,
+a record naming another endpoint than HF_ENDPOINT, or no usable repo) is not safe.
 """
 
 from __future__ import annotations
@@ -34,14 +35,17 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .push_records import pushes_path, read_pushes
+from .push_records import pushes_path
+from .records import read_json_lines
 from .run_files import checkpoint_problem
 from .safeio import open_regular
 from .snapshot import RunInfo
+from .urls import strip_userinfo
 
 SETTLE_S = 5.0  # a file changed this recently may still be being written
 CHUNK = 1 << 20
 WEIGHTS = ("best.pt", "last.pt")
+PUSHES_READ_MAX = 4 * 1024 * 1024  # the newest records of a pushes.jsonl that are read
 HUB_RESULT_MAX_AGE_S = 600.0  # a hub check older than this is asked again
 SAFE, NOT_PUSHED, CHANGED, OUTSIDE, WRITING, HASHING = (
     "safe",
@@ -223,7 +227,7 @@ class WeightsChecker:
         cached = self._pushes.get(run_dir)
         if cached is not None and cached[0] == stat_key:
             return cached[1]
-        records = read_pushes(run_dir) if stat_key is not None else []
+        records = read_json_lines(pushes_path(run_dir), PUSHES_READ_MAX) if stat_key else []
         self._pushes[run_dir] = (stat_key, records)
         return records
 
@@ -360,20 +364,31 @@ def _pseudo(run_dir: str) -> bool:
 
 def lookup_on_hub(weights: list[RunWeights], *, token: str | None = None) -> HubCheck:
     """The Hub's metadata of each file at the repo and path its record names, at the repo's
-    head (one paths-info request per repo). Never raises."""
-    from .hub import DEFAULT_TIMEOUT, describe_error, scrub
+    head (one paths-info request per repo). Only the Hub this process pushes to is asked
+    (HF_ENDPOINT, else huggingface.co): a record naming another endpoint is not believed
+    (a run directory is untrusted: the token never goes where a record says). Never raises."""
+    from .hub import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, describe_error, scrub
     from .hub_client import configure_hub, get_token
+    from .hub_target import repo_problem
 
     token = token or get_token()
-    groups: dict[tuple[str, str], list[RunWeights]] = {}
+    endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+    ours = strip_userinfo(endpoint)
+    groups: dict[str, list[RunWeights]] = {}
+    files: list[HubFile] = []
     for w in weights:
         record = w.record or {}
-        endpoint = str(record.get("endpoint") or os.environ.get("HF_ENDPOINT") or "")
-        groups.setdefault((endpoint or "https://huggingface.co", str(record.get("repo"))), [])
-        groups[(endpoint or "https://huggingface.co", str(record.get("repo")))].append(w)
-    files: list[HubFile] = []
+        theirs = str(record.get("endpoint") or ours).rstrip("/")
+        repo = record.get("repo")
+        if theirs != ours:
+            detail = f"pushed to {theirs}, not to {ours} (HF_ENDPOINT), which this watcher asks"
+            files.append(HubFile(w, "missing", detail))
+        elif not isinstance(repo, str) or repo_problem(repo) or not record.get("path"):
+            files.append(HubFile(w, "missing", "its push record names no usable repo and path"))
+        else:
+            groups.setdefault(repo, []).append(w)
     unreachable = None
-    for (endpoint, repo), group in groups.items():
+    for repo, group in groups.items():
         try:
             configure_hub(DEFAULT_TIMEOUT)
             from huggingface_hub import HfApi
@@ -386,15 +401,15 @@ def lookup_on_hub(weights: list[RunWeights], *, token: str | None = None) -> Hub
             found = {getattr(e, "path", None): e for e in entries}
             files.extend(_compare(w, found.get(str(w.record.get("path"))), repo) for w in group)
         except Exception as exc:
+            why = describe_error(exc, repo=repo, endpoint=ours, timeout=DEFAULT_TIMEOUT)
+            why = scrub(why.replace("push failed: ", ""), token)
             if _not_found(exc):
-                files.extend(
-                    HubFile(w, "missing", f"{repo} is not on the Hub (deleted, or this "
-                            "token cannot see it)") for w in group
-                )  # fmt: skip
+                why = f"{repo} is not on the Hub (deleted, or this token cannot see it)"
+            elif _unreachable(exc):
+                unreachable = why
+                files.extend(HubFile(w, "unchecked", why) for w in group)
                 continue
-            why = describe_error(exc, repo=repo, endpoint=endpoint, timeout=DEFAULT_TIMEOUT)
-            unreachable = scrub(why.replace("push failed: ", ""), token)
-            files.extend(HubFile(w, "unchecked", unreachable) for w in group)
+            files.extend(HubFile(w, "missing", f"cannot check {repo}: {why}") for w in group)
     return HubCheck(0.0, tuple(files), unreachable)
 
 
@@ -410,6 +425,26 @@ def _compare(w: RunWeights, entry, repo: str) -> HubFile:
     if same:
         return HubFile(w, "confirmed", f"{repo}: {path}")
     return HubFile(w, "different", f"{repo}: {path} at its head is another file")
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """The Hub could not be asked: no network, a timeout, a 5xx or 429, offline mode (as
+    opposed to an answer: 401, 403, 404, a bad request)."""
+    import httpx2
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    from .hub_client import HubTimeout
+
+    seen, e = set(), exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, (HubTimeout, OfflineModeIsEnabled, httpx2.TransportError)):
+            return True
+        if isinstance(e, HfHubHTTPError):
+            status = getattr(getattr(e, "response", None), "status_code", None)
+            return status is not None and (status >= 500 or status == 429)
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def _not_found(exc: BaseException) -> bool:

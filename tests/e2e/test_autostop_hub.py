@@ -62,10 +62,12 @@ def info(run: Path) -> RunInfo:
 
 
 @pytest.fixture
-def hub(tmp_path: Path):
+def hub(tmp_path: Path, monkeypatch):
+    """The local Hub, as HF_ENDPOINT (the Hub this process pushes to and asks)."""
     server = HubServer(str(tmp_path / "hub-storage"))
     server.add_token(TOKEN, "alice")
     server.start()
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
     try:
         yield server
     finally:
@@ -139,14 +141,48 @@ def test_a_repo_or_path_that_is_gone_is_not_safe(hub, tmp_path: Path) -> None:
     assert f.status == "missing" and "alice/deleted is not on the Hub" in f.detail
 
 
-def test_an_unreachable_hub_is_said_and_the_records_trusted(hub, tmp_path: Path) -> None:
+def test_an_unreachable_hub_is_said_and_the_records_trusted(
+    hub, tmp_path: Path, monkeypatch
+) -> None:
     run = make_run(tmp_path / "runs")
     do_push(hub, run)
-    rewrite_record(run, endpoint=f"http://127.0.0.1:{free_port()}")
+    gone = f"http://127.0.0.1:{free_port()}"  # the Hub moved away: nothing listens there
+    rewrite_record(run, endpoint=gone)
+    monkeypatch.setenv("HF_ENDPOINT", gone)
     check = lookup_on_hub([verdict(run)], token=TOKEN)
     assert [f.status for f in check.files] == ["unchecked"] and check.bad == ()
     assert check.unreachable.startswith("cannot reach the Hub at http://127.0.0.1:")
     assert TOKEN not in check.unreachable
+
+
+def test_a_record_naming_another_endpoint_is_not_believed_nor_asked(hub, tmp_path) -> None:
+    run = make_run(tmp_path / "runs")
+    do_push(hub, run)
+    other = HubServer(str(tmp_path / "other-storage")).start()
+    try:
+        rewrite_record(run, endpoint=other.url)  # a planted record: the token must not go there
+        [f] = lookup_on_hub([verdict(run)], token=TOKEN).files
+        assert f.status == "missing"
+        assert (
+            f.detail
+            == f"pushed to {other.url}, not to {hub.url} (HF_ENDPOINT), which this watcher asks"
+        )
+        assert other.requests == [] and other.auth_headers == []
+    finally:
+        other.stop()
+
+
+def test_a_token_the_hub_refuses_is_not_unreachable(hub, tmp_path) -> None:
+    run = make_run(tmp_path / "runs")
+    do_push(hub, run)
+    check = lookup_on_hub([verdict(run)], token=HF + "UnknownTokenTheLocalHubRejects012345")
+    assert check.unreachable is None
+    [f] = check.files
+    assert f.status == "missing"
+    assert (
+        f.detail
+        == "cannot check alice/ckpts: token rejected (401): check HF_TOKEN or run `hf auth login`"
+    )
 
 
 # -- auto_push ------------------------------------------------------------------------------
@@ -197,7 +233,6 @@ class Watcher:
 
 @pytest.fixture
 def hub_env(hub, monkeypatch):
-    monkeypatch.setenv("HF_ENDPOINT", hub.url)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     return hub
 
