@@ -32,6 +32,12 @@ def app_parser() -> argparse.ArgumentParser:
         help="seconds between refreshes, 0.1 to 3600 (default 1)",
     )
     p.add_argument("--theme", default=None, help="Textual theme, e.g. ansi-dark for slow links")
+    p.add_argument(
+        "--no-autostop",
+        action="store_true",
+        help="hold autostop while the app runs: `rgpu-tui watch` does not run autostop_command "
+        "(`a` in the app toggles it)",
+    )
     add_gpu_source_flags(p)
     add_settings_flags(p)
     return p
@@ -54,6 +60,7 @@ def cmd_app(argv: list[str]) -> int:
             fake_lose=choice.fake_lose,
             gpu_replay=choice.replay,
             settings=settings,
+            no_autostop=args.no_autostop,
         )
     except ValueError as exc:
         print(f"rgpu-tui: {exc}", file=sys.stderr)

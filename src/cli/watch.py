@@ -1,4 +1,5 @@
-"""`rgpu-tui watch [PATH] [--json] [--interval S]`: the app's refresh loop with no screen.
+"""`rgpu-tui watch [PATH] [--json] [--interval S] [--no-autostop]`: the app's refresh loop
+with no screen.
 
 It builds a Snapshot with the same Collector as the app every interval, hands it to the
 event engine (core.events), prints each new event as one line (or one JSON object a line
@@ -8,7 +9,9 @@ watcher per root (a second one exits 1). SIGINT and SIGTERM end it with status 0
 the state is saved and queued notifications had up to NOTIFY_DRAIN_S to go out. SIGHUP is
 left as it is (nohup ignores it). Stdout holds only events; what it says about itself
 (where its state is, a refresh that failed, the state file that cannot be written) goes
-to stderr.
+to stderr. With autostop_command and autostop_idle_minutes set (and no --no-autostop) it
+also runs the autostop (core.autostop) after each refresh: the only process that runs
+that command (the app shows its countdown).
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ def _parser() -> OneLineParser:
         prog="rgpu-tui watch",
         description="Watch PATH with no screen (for nohup, tmux or a systemd user unit): "
         "print one line per event (run_started, run_done, run_failed, run_dead, "
-        "run_stalled, new_best, idle, disk_low, balance_low, push_failed, notify_failed) "
-        "and run notify_command for it. Each event is told once; a restarted watcher "
-        "repeats nothing. Ends with status 0 on SIGINT or SIGTERM.",
+        "run_stalled, new_best, idle, disk_low, balance_low, push_failed, autostop_held, "
+        "autostop, autostop_failed, notify_failed) and run notify_command for it; run "
+        "autostop_command once the machine idled autostop_idle_minutes with every run's "
+        "weights on the Hub. Each event is told once; a restarted watcher repeats nothing. "
+        "Ends with status 0 on SIGINT or SIGTERM.",
     )
     p.add_argument("path", nargs="?", default=DEFAULT_ROOT, help="runs root or one run directory")
     p.add_argument(
@@ -52,6 +57,11 @@ def _parser() -> OneLineParser:
         type=number(*INTERVAL_RANGE),
         default=DEFAULT_INTERVAL,
         help=f"seconds between refreshes, 0.1 to 3600 (default {DEFAULT_INTERVAL:g})",
+    )
+    p.add_argument(
+        "--no-autostop",
+        action="store_true",
+        help="never run autostop_command from this watcher (events only)",
     )
     add_gpu_source_flags(p)
     add_settings_flags(p)
@@ -151,7 +161,7 @@ def cmd_watch(argv: list[str]) -> int:
 
     printer = _Printer(args.json)
     stop = _Stop()
-    collector = notifier = None
+    collector = notifier = autostop = None
     try:
         state, problem = load_state(state_file)
         if problem:
@@ -174,8 +184,17 @@ def cmd_watch(argv: list[str]) -> int:
             f"watching {root} every {args.interval:g} s (state {state_file}; "
             f"notify_command: {notify})"
         )
-        _loop(collector, engine, notifier, printer, stop, state_file, args.interval, save_state)
+
+        def emit(event) -> None:
+            printer(event)
+            if notifier is not None:
+                notifier.submit(event)
+
+        autostop = _autostop(settings, root, args.no_autostop, emit, engine, notifier, token)
+        _loop(collector, engine, emit, stop, state_file, args.interval, save_state, autostop)
     finally:
+        if autostop is not None:
+            autostop.close()
         if notifier is not None:
             notifier.close(NOTIFY_DRAIN_S)
         if collector is not None:
@@ -185,8 +204,35 @@ def cmd_watch(argv: list[str]) -> int:
     return 0
 
 
-def _loop(collector, engine, notifier, printer, stop, state_file, interval, save_state) -> None:
-    last_failure = last_save_problem = None
+def _autostop(settings, root, off: bool, emit, engine, notifier, token):
+    """The autostop of this watcher, or None (said on stderr either way)."""
+    from ..core.autostop import Autostop, enabled, shown_command
+
+    why = "autostop off (--no-autostop)" if off else enabled(settings)
+    if why is not None:
+        if settings.autostop_command:
+            _say(why)
+        return None
+    autostop = Autostop(
+        settings,
+        root,
+        emit,
+        engine=engine,
+        token=token,
+        drain=notifier.drain if notifier is not None else None,
+        say=_say,
+    )
+    _say(
+        f"autostop after {settings.autostop_idle_minutes:g} min idle with every run's weights "
+        f"on the Hub: {shown_command(settings.autostop_command)} (record {autostop.files.record})"
+    )
+    for line in autostop.warnings():
+        _say(line)
+    return autostop
+
+
+def _loop(collector, engine, emit, stop, state_file, interval, save_state, autostop=None) -> None:
+    last_failure = last_save_problem = autostop_failure = None
     saved_at = time.monotonic()
     while not stop.requested:
         began = time.monotonic()
@@ -199,12 +245,21 @@ def _loop(collector, engine, notifier, printer, stop, state_file, interval, save
                 _say(f"refresh failed: {failure}")
             last_failure = failure
             events = []
+            snap = None
         else:
             last_failure = None
         for event in events:
-            printer(event)
-            if notifier is not None:
-                notifier.submit(event)
+            emit(event)
+        if autostop is not None and snap is not None:
+            try:
+                autostop.step(snap)  # after the refresh's events: they are older news
+            except Exception as exc:  # an autostop bug: said once, the watcher goes on
+                failure = " ".join(f"autostop: {type(exc).__name__}: {exc}".split())
+                if failure != autostop_failure:
+                    _say(failure)
+                autostop_failure = failure
+            else:
+                autostop_failure = None
         due = time.monotonic() - saved_at >= SEEN_SAVE_S
         if engine.dirty or due:
             last_save_problem = _save(engine, state_file, save_state, last_save_problem)

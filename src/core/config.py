@@ -190,28 +190,50 @@ NOTIFY_MAX_ARG_CHARS = 4096
 _ARGV_EXAMPLE = '["curl", "-s", "-d", "{message}", "https://ntfy.sh/TOPIC"]'
 
 
-def _argv(raw) -> tuple[str, ...]:
+def _command(example: str) -> Callable[[object], tuple[str, ...]]:
     """A command as an argv list (run without a shell): a TOML array of strings, or (from
-    RGPU_NOTIFY_COMMAND) the same as a JSON array. Non-empty, the program not blank, at most
+    RGPU_<KEY>) the same as a JSON array. Non-empty, the program not blank, at most
     NOTIFY_MAX_ARGS arguments of at most NOTIFY_MAX_ARG_CHARS characters, no NUL."""
-    must = f"must be an argv list of strings, e.g. {_ARGV_EXAMPLE} (no shell)"
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except (ValueError, RecursionError):
-            raise ValueError(must) from None
-    if not isinstance(raw, list) or not all(isinstance(arg, str) for arg in raw):
-        raise ValueError(must)
-    if not raw or not raw[0].strip():
-        raise ValueError(must + "; the first one is the program")
-    if len(raw) > NOTIFY_MAX_ARGS:
-        raise ValueError(f"must have at most {NOTIFY_MAX_ARGS} arguments")
-    for arg in raw:
-        if len(arg) > NOTIFY_MAX_ARG_CHARS:
-            raise ValueError(f"must have arguments of at most {NOTIFY_MAX_ARG_CHARS} characters")
-        if "\0" in arg:
-            raise ValueError("must not hold a NUL character")
-    return tuple(raw)
+
+    def parse(raw) -> tuple[str, ...]:
+        must = f"must be an argv list of strings, e.g. {example} (no shell)"
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except (ValueError, RecursionError):
+                raise ValueError(must) from None
+        if not isinstance(raw, list) or not all(isinstance(arg, str) for arg in raw):
+            raise ValueError(must)
+        if not raw or not raw[0].strip():
+            raise ValueError(must + "; the first one is the program")
+        if len(raw) > NOTIFY_MAX_ARGS:
+            raise ValueError(f"must have at most {NOTIFY_MAX_ARGS} arguments")
+        for arg in raw:
+            if len(arg) > NOTIFY_MAX_ARG_CHARS:
+                raise ValueError(
+                    f"must have arguments of at most {NOTIFY_MAX_ARG_CHARS} characters"
+                )
+            if "\0" in arg:
+                raise ValueError("must not hold a NUL character")
+        return tuple(raw)
+
+    return parse
+
+
+_argv = _command(_ARGV_EXAMPLE)
+_STOP_EXAMPLE = '["vastai", "stop", "instance", "12345"]'
+
+
+def _stop_command(raw) -> tuple[str, ...]:
+    """autostop_command: an argv list whose $VAR / ${VAR} references are well formed (they
+    are filled in from the environment when it runs: core.env_expand)."""
+    from .env_expand import check_template
+
+    argv = _command(_STOP_EXAMPLE)(raw)
+    problem = check_template(argv)
+    if problem:
+        raise ValueError(problem)
+    return argv
 
 
 _TRUE = ("true", "yes", "on", "1")
@@ -308,6 +330,17 @@ class Settings:
     )
     notify_new_best: bool = _setting(
         _flag, "also report each new best epoch of a run (event new_best)", default=False
+    )
+    # what `rgpu-tui watch` runs once the machine idles with every run's weights on the Hub
+    # (core.autostop); off unless both are set
+    autostop_command: tuple[str, ...] | None = _setting(
+        _stop_command,
+        "argv `rgpu-tui watch` runs to stop the machine once it idled autostop_idle_minutes "
+        "with every run's weights on the Hub; $VAR and ${VAR} come from the environment",
+    )
+    autostop_idle_minutes: float | None = _setting(
+        _within(MINUTES, positive=True),
+        "minutes idle before autostop_command runs (fractions allowed: 0.5 is 30 s)",
     )
     # where the values came from: not settings themselves
     config_path: str | None = None  # the file that was read, if one was

@@ -88,6 +88,7 @@ EVENT_NAMES = (
     "push_failed",
     "autostop_held",
     "autostop",
+    "autostop_failed",
     "notify_failed",
 )
 # the states a first look reports (bad ones that need someone)

@@ -8,10 +8,11 @@ named so) is not expanded again, and nothing is read as a format string.
 - Never blocks the refresh: `submit` puts the event on a queue served by one worker
   thread. At most MAX_PENDING events wait; when a slow or hanging command lets more pile
   up, the oldest waiting one is dropped (the newest news is kept) and the drop is reported.
-- Each run has a timeout (NOTIFY_TIMEOUT_S): the command runs in its own session and its
-  whole process group is killed when it is over time. A command that hangs every time
-  therefore costs one notification each TIMEOUT seconds, and the queue drops the rest.
-- stdout and stderr are captured (the last TAIL_CHARS kept, for the failure line); stdin is
+- Each run has a timeout (NOTIFY_TIMEOUT_S): the command runs (core.command, shared with
+  autostop_command) in its own session and its whole process group is killed when it is
+  over time. A command that hangs every time therefore costs one notification each
+  TIMEOUT seconds, and the queue drops the rest.
+- stdout and stderr are captured (the last 2000 bytes kept, for the failure line); stdin is
   /dev/null; HF_TOKEN and HUGGING_FACE_HUB_TOKEN are not passed to it.
 - A failure (cannot start, non-zero exit, timeout) is reported once through `on_failure`
   as a `notify_failed` event, never through the failing command; later failures are
@@ -25,19 +26,16 @@ from __future__ import annotations
 import collections
 import os
 import re
-import signal
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from .command import CommandRunner
 from .events import Event, clean
 
 NOTIFY_TIMEOUT_S = 30.0
 MAX_PENDING = 16
-TAIL_CHARS = 2000
-SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 _PLACEHOLDER = re.compile(r"\{(event|run|message|host)\}")
 
 
@@ -80,15 +78,11 @@ class Notifier:
         self.max_pending = max_pending
         self.token = token
         self.host = host if host is not None else socket.gethostname()
-        env = dict(os.environ if environ is None else environ)
-        for name in SECRET_ENV:
-            env.pop(name, None)
-        self._env = env
+        self._runner = CommandRunner(timeout, environ)
         self._cond = threading.Condition()
         self._queue: collections.deque[Event] = collections.deque()
         self._busy = False  # a command is running
         self._closing = False
-        self._proc: subprocess.Popen | None = None
         self.failing = False  # the last run failed (and that was reported)
         self.failures = 0  # failed runs since the last success
         self.dropped = 0  # events dropped because the queue was full
@@ -126,6 +120,17 @@ class Notifier:
         with self._cond:
             return not self._queue and not self._busy
 
+    def drain(self, wait: float) -> bool:
+        """Wait up to `wait` seconds for what is queued to be sent; True when it was."""
+        deadline = time.monotonic() + wait
+        with self._cond:
+            while (self._queue or self._busy) and not self._closing:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return not self._queue and not self._busy
+
     def close(self, wait: float = 10.0) -> None:
         """Stop: what is queued is still sent for up to `wait` seconds, then the command in
         flight is killed and the rest dropped."""
@@ -136,9 +141,7 @@ class Notifier:
             self._closing = True
             self._queue.clear()
             self._cond.notify_all()
-            proc = self._proc
-        if proc is not None:
-            _kill_group(proc)
+        self._runner.kill()
         self._thread.join(5.0)
 
     # -- the worker ---------------------------------------------------------------
@@ -197,64 +200,5 @@ class Notifier:
         argv = fill(self.argv, values)
         if self.token:
             argv = [arg.replace(self.token, "***") for arg in argv]
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=self._env,
-                start_new_session=True,  # its children die with it on a timeout
-                close_fds=True,
-            )
-        except OSError as exc:
-            return f"cannot run {argv[0]}: {exc.strerror or exc}"
-        with self._cond:
-            self._proc = proc
-        try:
-            try:
-                out, _ = proc.communicate(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                out = _rest(proc)
-                return f"timed out after {self.timeout:g} s (killed){_tail(out, self.token)}"
-        finally:
-            with self._cond:
-                self._proc = None
-        if proc.returncode != 0:
-            how = (
-                f"killed by signal {-proc.returncode}"
-                if proc.returncode < 0
-                else f"exit status {proc.returncode}"
-            )
-            return how + _tail(out, self.token)
-        return None
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _rest(proc: subprocess.Popen) -> bytes:
-    """What the killed command wrote; a child that escaped its group and holds the pipe
-    open does not keep us waiting."""
-    try:
-        out, _ = proc.communicate(timeout=2.0)
-        return out or b""
-    except subprocess.TimeoutExpired:
-        if proc.stdout is not None:
-            proc.stdout.close()
-        proc.wait()
-        return b""
-
-
-def _tail(out: bytes | None, token: str | None) -> str:
-    """': <the last line it wrote>' from the captured output, cleaned; '' for none."""
-    if not out:
-        return ""
-    text = out[-TAIL_CHARS:].decode("utf-8", "replace")
-    lines = [line for line in text.splitlines() if line.strip()]
-    return f": {clean(lines[-1], token)}" if lines else ""
+        result = self._runner.run(argv)
+        return None if result.ok else result.describe(self.token)

@@ -35,6 +35,7 @@ from .refresher import Refresher
 from .screens.cost import CostScreen
 from .screens.dialogs import ReportScreen
 from .screens.help import HelpScreen
+from .widgets.autostop import AutostopLine
 from .widgets.cost import CostStrip, IdleBanner
 from .widgets.gpus import GpuPane
 from .widgets.log_pane import LogPane, LogTitle
@@ -70,6 +71,7 @@ class RgpuApp(PushActions, RunActions, App[int]):
         Binding("s", "stop", "Stop"),
         Binding("r", "resume", "Resume", show=False),
         Binding("g", "preflight", "GPU check"),
+        Binding("a", "autostop", "Autostop", show=False),
     ]
 
     def __init__(
@@ -82,6 +84,7 @@ class RgpuApp(PushActions, RunActions, App[int]):
         fake_lose: dict[int, float] | None = None,
         settings: Settings | None = None,
         gpu_replay=None,  # a core.gpu_replay.GpuRecording: replay it instead of NVML
+        no_autostop: bool = False,  # hold the watcher's autostop while the app runs
     ) -> None:
         # the fast paths on Textual's internals (compat): on when this Textual allows them
         fast_paths = compat.install()
@@ -112,6 +115,7 @@ class RgpuApp(PushActions, RunActions, App[int]):
         # (its own pushes the app reports itself, so no push_failed here)
         self.events = EventEngine(self.settings, first_look=False, pushes=False)
         self.selected: str | None = os.path.abspath(root)  # a run dir given as root
+        self.no_autostop = no_autostop
         self.snapshot: Snapshot | None = None
         self.refresh_error: str | None = None
         self._lock = threading.Lock()
@@ -126,6 +130,9 @@ class RgpuApp(PushActions, RunActions, App[int]):
         # the panes live on the default screen; keep references, since App.query_one looks
         # at the active screen, which is a dialog while one is open
         self.idle_banner = IdleBanner(id="idle")
+        self.autostop_line = AutostopLine(
+            self.root_arg, self.settings, hold=self.no_autostop, clock=self.clock, id="autostop"
+        )
         self.gpu_pane = GpuPane(id="gpus")
         self.cost_strip = CostStrip(id="cost")
         self.push_bar = PushBar(id="push")
@@ -136,6 +143,7 @@ class RgpuApp(PushActions, RunActions, App[int]):
         self.log_title = LogTitle(id="log-title")
         self.log_pane = LogPane(self.log_title, id="log", fast=self.fast_paths.on(compat.LOG))
         yield self.idle_banner
+        yield self.autostop_line
         yield self.gpu_pane
         yield self.cost_strip
         yield self.push_bar
@@ -254,6 +262,7 @@ class RgpuApp(PushActions, RunActions, App[int]):
         self.cost_strip.show(snap.cost)
         if self.idle_banner.show(snap.cost):
             self.bell()  # once, when the idle banner appears
+        self.autostop_line.show(snap.cost)
         top = self.screen_stack[-1] if self.screen_stack else None  # empty while closing
         if isinstance(top, CostScreen):
             top.update_cost(snap)
@@ -280,6 +289,10 @@ class RgpuApp(PushActions, RunActions, App[int]):
 
     def action_cost(self) -> None:
         self.push_screen(CostScreen(self.snapshot, self.settings))
+
+    def action_autostop(self) -> None:
+        """`a`: cancel the watcher's autostop for this session, or turn it back on."""
+        self.notify(self.autostop_line.toggle(), title="autostop", timeout=10)
 
     def action_metrics_page(self) -> None:
         self.metrics_pane.next_page()

@@ -37,7 +37,18 @@ def test_core_modules_do_not_import_textual() -> None:
     assert json.loads(proc.stdout) == []
 
 
-ACTING = ("launch", "push", "push_queue", "stop", "stop_target", "staging", "auto_push")
+ACTING = (
+    "launch",
+    "push",
+    "push_queue",
+    "stop",
+    "stop_target",
+    "staging",
+    "auto_push",
+    "autostop",
+    "command",
+    "notify",
+)
 
 
 def test_the_read_path_imports_nothing_that_acts() -> None:

@@ -1,0 +1,166 @@
+"""The autostop line: the watcher's countdown, and the key that cancels it for this session.
+
+`rgpu-tui watch` is the one process that runs autostop_command (core.autostop); the app
+never runs it. This line shows what the root's watcher is doing, from the plan it writes
+(core.autostop_files): "autostop in 4m30s: all weights on the Hub — a cancels", held and
+why, running, ran or failed. `a` (or `--no-autostop` from the start) takes the hold: the
+watcher does not run the command while this app is open, and counts the idle time again
+once it lets go (`a` again, or quitting). With autostop_command set here and no watcher on
+the root, the line says so while the machine idles: nothing would stop it.
+
+The plan is read once a second in a thread (a stat, and the file only when it changed;
+the watcher's pid checked alive); the line is hidden while the machine is busy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from rich.text import Text
+from textual import work
+from textual.widget import Widget
+
+from ...core.autostop_files import AutostopFiles, Hold, process_alive
+from ...core.config import Settings
+from ...core.formatting import fmt_duration
+from ...core.snapshot import CostView
+from ...core.text import printable
+
+TICK_S = 1.0
+SHOWN = ("counting", "held", "checking", "pushing", "running", "ran", "failed", "held_by_app")
+
+
+class AutostopLine(Widget):
+    DEFAULT_CSS = """
+    AutostopLine {
+        height: 1; padding: 0 1; display: none;
+        background: $warning-darken-2; color: $text;
+    }
+    AutostopLine.-on { display: block; }
+    """
+
+    def __init__(
+        self,
+        root: str,
+        settings: Settings,
+        *,
+        hold: bool = False,
+        clock: Callable[[], float],
+        files: AutostopFiles | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.files = files or AutostopFiles.for_root(os.path.abspath(root))
+        self.settings = settings
+        self.clock = clock
+        self.hold = Hold(self.files.hold)
+        self.hold_at_start = hold
+        self.plan: dict | None = None
+        self._plan_key: tuple | None = None
+        self._cost: CostView | None = None
+        self._text = ""
+        self.reads = 0  # plans taken in (one a second)
+
+    def on_mount(self) -> None:
+        if self.hold_at_start:
+            self.take_hold()
+        self.set_interval(TICK_S, self._read_plan)
+        self._read_plan()
+
+    def on_unmount(self) -> None:
+        self.hold.release()
+
+    # -- what the app calls ------------------------------------------------------------
+
+    def show(self, cost: CostView | None) -> None:
+        """From each Snapshot: whether the machine idles (for the no-watcher line)."""
+        self._cost = cost
+        self._update()
+
+    def toggle(self) -> str:
+        """`a`: take or release the hold; the notice to show."""
+        if self.hold.held:
+            self.hold.release()
+            self._update()
+            return "Autostop is back on: the watcher counts the idle time again from now."
+        problem = self.take_hold()
+        if problem:
+            return problem
+        return "Autostop cancelled for this session: the machine stays up while this app runs."
+
+    def take_hold(self) -> str | None:
+        try:
+            self.hold.take()
+        except OSError as exc:
+            return f"Cannot hold autostop: {self.files.hold}: {exc.strerror or exc}"
+        self._update()
+        return None
+
+    # -- the plan --------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="autostop-plan")
+    def _read_plan(self) -> None:
+        plan = self.plan
+        try:
+            st = os.stat(self.files.plan)
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        if key is None:
+            plan = None
+        elif key != self._plan_key:
+            plan = self.files.read_plan()  # checks the watcher is alive
+        elif plan is not None and not process_alive(plan.get("pid"), plan.get("pid_started")):
+            plan = None
+        self._plan_key = key
+        try:
+            self.app.call_from_thread(self._got, plan)
+        except RuntimeError:  # the app is closing
+            pass
+
+    def _got(self, plan: dict | None) -> None:
+        self.plan = plan
+        self.reads += 1
+        self._update()
+
+    def _update(self) -> None:
+        text = self.line_text()
+        self.set_class(bool(text), "-on")
+        if text != self._text:
+            self._text = text
+            self.refresh()
+
+    def line_text(self) -> str:
+        plan = self.plan
+        if plan is None:
+            c = self._cost
+            idle = c is not None and c.idle_now_seconds is not None
+            if self.settings.autostop_command and idle:
+                return (
+                    "autostop_command is set, but no `rgpu-tui watch` runs on this root: "
+                    "nothing will stop the machine (the app never runs it)"
+                )
+            return ""
+        phase = plan.get("phase")
+        message = str(plan.get("message") or "")
+        if phase not in SHOWN:
+            return ""
+        if self.hold.held:
+            return "autostop cancelled for this session — a turns it back on"
+        if phase == "held_by_app":
+            return "autostop held by another rgpu-tui app (its `a`, or --no-autostop)"
+        if phase == "counting":
+            fires_at = plan.get("fires_at")
+            left = fires_at - self.clock() if isinstance(fires_at, (int, float)) else None
+            when = f"in {fmt_duration(max(left, 0))}" if left is not None else "soon"
+            return f"autostop {when}: {message} — a cancels"
+        if phase in ("held", "checking", "pushing"):
+            lead = "" if message.startswith("autostop") else "autostop due: "
+            return f"{lead}{message} — a cancels"
+        if phase == "running":
+            return f"autostop: {message}"
+        return message  # ran / failed: what the watcher says
+
+    def render(self) -> Text:
+        return Text(printable(self._text), no_wrap=True, overflow="ellipsis")
