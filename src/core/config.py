@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 
+from .hosts import HostsError, HostSpec, parse_hosts
 from .safeio import NotRegularFile, open_regular
 from .values import (
     COST,
@@ -309,6 +310,8 @@ class Settings:
     notify_new_best: bool = _setting(
         _flag, "also report each new best epoch of a run (event new_best)", default=False
     )
+    # the machines of `rgpu-tui fleet`: [[hosts]] tables of the file only (core.hosts)
+    hosts: tuple[HostSpec, ...] = ()
     # where the values came from: not settings themselves
     config_path: str | None = None  # the file that was read, if one was
     sources: tuple[tuple[str, str], ...] = ()  # (key, "file line 3" / "RGPU_X" / "--x")
@@ -469,6 +472,14 @@ def load_settings(
         for key, raw in doc.items():
             line = _key_line(text, key)
             where = f"{path} line {line}" if line else path
+            if key == "hosts":
+                try:
+                    values["hosts"] = parse_hosts(raw, text)
+                except HostsError as exc:
+                    at = exc.line or line
+                    where = f"{path} line {at}" if at else path
+                    raise ConfigError(f"{where}: {exc}") from None
+                continue
             if key not in _SPEC:
                 raise _unknown_key(where, key)
             values[key] = _parse(key, raw, where)
