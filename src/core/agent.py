@@ -221,10 +221,12 @@ class Agent:
                     self._skipping, self._buffer = True, b""
                 return
             line, self._buffer = self._buffer[:end], self._buffer[end + 1 :]
-            if self._skipping:
+            if self._skipping:  # the end of a line already answered as too long
                 self._skipping = False
                 continue
-            if line.strip():
+            if len(line) > MAX_COMMAND_BYTES:
+                self._answer(None, False, f"command over {MAX_COMMAND_BYTES} bytes")
+            elif line.strip():
                 self.command(line)
 
     def command(self, line: bytes) -> None:

@@ -165,7 +165,8 @@ def _apply_one(doc, op, copied: dict):
     root = node = _copy(doc, copied)
     # walk to the array (a slide) or to the container of the last step (set, remove),
     # copying each container on the way (once per apply)
-    for depth, step in enumerate(path if kind == SLIDE else path[:-1]):
+    walk = path if kind == SLIDE else path[:-1]
+    for depth, step in enumerate(walk):
         here = path[: depth + 1]
         if isinstance(node, dict):
             if not isinstance(step, str) or step not in node:
@@ -174,11 +175,15 @@ def _apply_one(doc, op, copied: dict):
             step = _index(node, step, here, allow_end=False)
         child = node[step]
         if not isinstance(child, (dict, list)):
+            if kind == SLIDE and depth == len(walk) - 1:
+                raise DeltaError(f"{_show(path)} is not an array")
             raise DeltaError(f"no such place {_show(path[: depth + 2])}")
         node[step] = node = _copy(child, copied)
     if kind == SLIDE:
         n, values = op[2], op[3]
-        if not isinstance(node, list) or not isinstance(values, list):
+        if not isinstance(node, list):
+            raise DeltaError(f"{_show(path)} is not an array")
+        if not isinstance(values, list):
             raise DeltaError(f"malformed slide at {_show(path)}")
         if type(n) is not int or not 0 <= n <= len(node):
             raise DeltaError(f"slide by {n!r} out of range at {_show(path)}")
