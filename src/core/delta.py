@@ -9,6 +9,8 @@ says what it does; PATH is an array of object keys (strings) and array indices
     ["=", PATH, VALUE]        set: the key of the object at PATH[:-1] (added when new), or
                               the element at index PATH[-1] of the array (an index equal
                               to its length appends); PATH [] replaces the whole document
+    ["+", PATH, {KEY: VALUE}] set several keys of the object at PATH (a GPU's readings:
+                              the path once, not once per key)
     ["-", PATH]               remove: the key from the object, or every element of the
                               array from index PATH[-1] on (the array is cut there)
     ["<", PATH, N, VALUES]    slide: drop the first N elements of the array at PATH and
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import json
 
-SET, REMOVE, SLIDE = "=", "-", "<"
+SET, KEYS, REMOVE, SLIDE = "=", "+", "-", "<"
 
 
 class DeltaError(ValueError):
@@ -66,11 +68,22 @@ def diff(old, new, path: tuple = ()) -> list:
 
 def _diff(old, new, path: list, ops: list) -> None:
     if isinstance(old, dict) and isinstance(new, dict):
+        keys: dict = {}  # the keys set whole, sent as one op when there are several
         for key, value in new.items():
             if key not in old:
-                ops.append([SET, path + [key], value])
+                keys[key] = value
             elif not _same(old[key], value):
-                _diff(old[key], value, path + [key], ops)
+                inner: list = []
+                _diff(old[key], value, path + [key], inner)
+                if len(inner) == 1 and inner[0][0] == SET and len(inner[0][1]) == len(path) + 1:
+                    keys[key] = value
+                else:
+                    ops.extend(inner)
+        if len(keys) == 1:
+            [(key, value)] = keys.items()
+            ops.append([SET, path + [key], value])
+        elif keys:
+            ops.append([KEYS, path, keys])
         for key in old:
             if key not in new:
                 ops.append([REMOVE, path + [key]])
@@ -150,10 +163,10 @@ def apply(doc, ops) -> object:
 
 
 def _apply_one(doc, op, copied: dict):
-    if not isinstance(op, list) or not op or op[0] not in (SET, REMOVE, SLIDE):
+    if not isinstance(op, list) or not op or op[0] not in (SET, KEYS, REMOVE, SLIDE):
         raise DeltaError(f"not an op: {_show(op)}")
     kind = op[0]
-    if len(op) != {SET: 3, REMOVE: 2, SLIDE: 4}[kind] or not isinstance(op[1], list):
+    if len(op) != {SET: 3, KEYS: 3, REMOVE: 2, SLIDE: 4}[kind] or not isinstance(op[1], list):
         raise DeltaError(f"malformed {kind!r} op: {_show(op)}")
     path = op[1]
     if not path and kind == SET:
@@ -165,7 +178,7 @@ def _apply_one(doc, op, copied: dict):
     root = node = _copy(doc, copied)
     # walk to the array (a slide) or to the container of the last step (set, remove),
     # copying each container on the way (once per apply)
-    walk = path if kind == SLIDE else path[:-1]
+    walk = path if kind in (SLIDE, KEYS) else path[:-1]
     for depth, step in enumerate(walk):
         here = path[: depth + 1]
         if isinstance(node, dict):
@@ -175,10 +188,18 @@ def _apply_one(doc, op, copied: dict):
             step = _index(node, step, here, allow_end=False)
         child = node[step]
         if not isinstance(child, (dict, list)):
-            if kind == SLIDE and depth == len(walk) - 1:
-                raise DeltaError(f"{_show(path)} is not an array")
+            if kind in (SLIDE, KEYS) and depth == len(walk) - 1:
+                what = "an array" if kind == SLIDE else "an object"
+                raise DeltaError(f"{_show(path)} is not {what}")
             raise DeltaError(f"no such place {_show(path[: depth + 2])}")
         node[step] = node = _copy(child, copied)
+    if kind == KEYS:
+        if not isinstance(node, dict):
+            raise DeltaError(f"{_show(path)} is not an object")
+        if not isinstance(op[2], dict):
+            raise DeltaError(f"malformed '+' op at {_show(path)}")
+        node.update(op[2])
+        return root
     if kind == SLIDE:
         n, values = op[2], op[3]
         if not isinstance(node, list):

@@ -54,8 +54,9 @@ class SshKeys:
         return asyncssh.import_authorized_keys(self.client_key.export_public_key().decode())
 
     def add_host(self, alias: str, port: int, server: SshServer | None = None) -> None:
-        """A Host alias for 127.0.0.1:port; with a server, its host key is trusted."""
-        line = server.known_hosts_line() if server is not None else None
+        """A Host alias for 127.0.0.1:port; with a server, its host key is trusted there
+        (port may be a relay's in front of the server)."""
+        line = server.known_hosts_line(port) if server is not None else None
         self._hosts[alias] = (port, line)
         self._write()
 
@@ -100,9 +101,9 @@ class SshServer:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._lock = threading.Lock()
 
-    def known_hosts_line(self) -> str:
+    def known_hosts_line(self, port: int | None = None) -> str:
         key = self.host_key.export_public_key().decode().strip()
-        return f"[127.0.0.1]:{self.port} {key}"
+        return f"[127.0.0.1]:{port or self.port} {key}"
 
     def start(self) -> SshServer:
         self._thread.start()

@@ -118,19 +118,24 @@ def test_full_snapshot_then_deltas_rebuild_every_snapshot(tmp_path: Path, sleepe
                     metrics.write("\n")
             if step == 8:
                 live_status(run, sleeper.pid, completed_epochs=9)
+            if step == 1:  # the run's metrics and log come once it is selected
+                agent.feed(json.dumps({"cmd": "select", "run": str(run)}).encode() + b"\n")
             before = len(out.lines())
             agent.tick()
             clock.t += 1.0
-            new = out.lines()[before:]
+            new = [x for x in out.lines()[before:] if "seq" in x and "result" not in x]
             assert len(new) <= 1
             for line in new:
                 if "snapshot" in line:
                     assert step == 0 and line["seq"] == 0
                     local = line["snapshot"]
+                    assert local["selected"] is None and local["pushes"] is None
                 else:
                     assert line["seq"] == agent.seq and step > 0
                     local = apply(local, line["delta"])
             made = snapshot_to_json(collector.made[-1])
+            if step == 0:
+                made = {**made, "selected": None, "pushes": None}
             if new:
                 assert local == made  # exactly what `snapshot --json` would print
             else:  # nothing changed but the clock
@@ -194,8 +199,8 @@ def test_each_command_is_answered(tmp_path: Path) -> None:
     agent, out, _clock = make_agent(collector)
     try:
         agent.tick()
-        first = out.lines()[-1]["snapshot"]["selected"]["run_dir"]
-        other = str(root / ("a" if first.endswith("/b") else "b"))
+        assert out.lines()[-1]["snapshot"]["selected"] is None
+        other = str(root / "b")
         answers = run_commands(
             agent,
             out,
@@ -207,6 +212,8 @@ def test_each_command_is_answered(tmp_path: Path) -> None:
             {"result": "sel", "ok": True, "error": None, "seq": agent.seq},
         ]
         assert agent.selected == other
+        full, delta = out.lines()[:2]
+        assert apply(full["snapshot"], delta["delta"])["selected"]["run_dir"] == other
         answers = run_commands(
             agent,
             out,

@@ -81,6 +81,17 @@ def test_a_sliding_window_is_one_small_op() -> None:
     assert apply(old, ops) == new
 
 
+def test_several_keys_of_one_object_share_one_path() -> None:
+    old = {"gpus": {"devices": [{"util_percent": 90.0, "power_w": 400.0, "name": "H100"}]}}
+    new = copy.deepcopy(old)
+    new["gpus"]["devices"][0].update(util_percent=94.7, power_w=None, temperature_c=69)
+    ops = diff(old, new)
+    assert ops == [
+        ["+", ["gpus", "devices", 0], {"util_percent": 94.7, "power_w": None, "temperature_c": 69}]
+    ]
+    assert apply(old, ops) == new
+
+
 def test_nulls_are_values_and_removed_keys_are_removed() -> None:
     ops = diff({"eta": 12.0, "gone": 1}, {"eta": None})
     assert ops == [["=", ["eta"], None], ["-", ["gone"]]]
@@ -110,6 +121,9 @@ def test_untouched_parts_are_shared_and_touched_ones_copied() -> None:
         ([["<", ["list"], 0, 5]], "malformed slide"),
         ([["=", ["a", "b"], 1]], 'no such place ["a", "b"]'),
         ([["-", []]], "cannot remove the whole document"),
+        ([["+", ["list"], {"a": 1}]], '["list"] is not an object'),
+        ([["+", ["a"], {"b": 1}]], '["a"] is not an object'),
+        ([["+", [], [1]]], "malformed '+' op"),
     ],
 )
 def test_a_malformed_op_is_one_line(ops, message) -> None:
