@@ -296,3 +296,23 @@ def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env) -> None:
         link.close()
         machine.server.stop()
         hub.stop()
+
+
+def test_a_stalled_link_is_told_from_a_quiet_host(fleet_env) -> None:
+    """An agent that says its heartbeat is 1 s and then goes silent: after three missed
+    heartbeats the link is down, named as stalled, and tried again."""
+    keys, machines, _trainer = fleet_env
+    lines = [
+        {"agent": "rgpu-tui", "version": "0.1.0", "schema_version": 1, "heartbeat": 1},
+        {"seq": 0, "snapshot": {"runs": []}},
+    ]
+    script = f"import json, time\nfor l in {lines!r}: print(json.dumps(l), flush=True)\n"
+    script += "time.sleep(60)\n"
+    link = _link(keys, "h2", machines["h2"].root, remote_command=(sys.executable, "-c", script))
+    try:
+        wait_until(lambda: link.state().reachable, "h2 reachable", 60)
+        state = wait_until(lambda: (s := link.state()).error and s, "the stall", 60)
+        assert state.error == "no data for 3 s (the link stalled)" and not state.reachable
+        wait_until(lambda: link.state().connects >= 2, "a new try", 60)
+    finally:
+        link.close()
