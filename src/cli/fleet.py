@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from ..core.config import add_settings_flags
+from ..core.config import add_settings_flags, default_config_path
 from .numbers import OneLineParser, number
 from .options import settings_or_none
 
@@ -68,7 +68,7 @@ def cmd_fleet(argv: list[str]) -> int:
         print(f"rgpu-tui: {exc}", file=sys.stderr)
         return 2
     if not specs:
-        where = settings.config_path or "the config file"
+        where = settings.config_path or args.config or default_config_path()
         print(
             f"rgpu-tui: no hosts: name them (rgpu-tui fleet h1 h2:~/runs) or add [[hosts]] "
             f"tables to {where}",

@@ -87,3 +87,30 @@ def test_the_remote_shell_reads_the_root_back_exactly(tmp_path: Path, root: str)
     expected = "./" + root if root.startswith("-") else root
     assert shown == f"--price-per-hour|2.5|{expected}|"
     assert not (tmp_path / "pwned").exists()
+
+
+def test_fleet_without_hosts_or_with_a_bad_one_is_one_line_exit_2(tmp_path: Path) -> None:
+    import sys
+
+    from support.cli_env import clean_env
+
+    env = clean_env(tmp_path)
+    config = Path(env["XDG_CONFIG_HOME"]) / "rgpu-tui" / "config.toml"
+    cases = [
+        ((), f"rgpu-tui: no hosts: name them (rgpu-tui fleet h1 h2:~/runs) or add [[hosts]] "
+         f"tables to {config}\n"),
+        (("--", "-oProxyCommand=x"), "rgpu-tui: ssh must be an ssh destination ([user@]host "
+         "or a Host alias)\n"),
+        (("h1", "h1"), "rgpu-tui: a host is named twice\n"),
+        (("h1", "--ssh-config", str(tmp_path / "none")), f"rgpu-tui: --ssh-config: "
+         f"{tmp_path / 'none'} is not a file\n"),
+    ]  # fmt: skip
+    for args, expected in cases:
+        proc = subprocess.run(
+            [sys.executable, "-m", "rgpu_tui", "fleet", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", expected)
