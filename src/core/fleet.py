@@ -45,6 +45,7 @@ STALL_HEARTBEATS = 3  # no line for this many heartbeats: the link is stalled
 MAX_LINE_BYTES = 32 * 1024 * 1024
 MAX_JUNK_LINES = 200  # lines before the hello that are not it (a chatty login shell)
 STDERR_KEEP = 20
+STDERR_LINE_BYTES = 4096
 ERROR_CHARS = 300
 CLOSE_GRACE_S = 2.0
 
@@ -416,8 +417,8 @@ class HostLink:
 
     def _read_stderr(self, proc: subprocess.Popen) -> None:
         try:
-            for raw in proc.stderr:
-                text = scrub(raw.decode("utf-8", "replace"))
+            while raw := proc.stderr.readline(STDERR_LINE_BYTES):  # bounded: a line without
+                text = scrub(raw.decode("utf-8", "replace"))  # an end comes in pieces
                 if text:
                     with self._lock:
                         self._stderr.append(text)
