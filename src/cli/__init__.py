@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import sys
 
+from .agent import cmd_agent
 from .app import cmd_app
 from .demo import cmd_demo
+from .fleet import cmd_fleet
 from .launch import cmd_launch, cmd_stop
 from .output import run_guarded
 from .preflight import cmd_preflight
@@ -35,6 +37,8 @@ COMMANDS = {
     "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),
     "demo": (cmd_demo, "train yolo9-t for real on the CPU and watch it in the app"),
     "watch": (cmd_watch, "watch with no screen: one line per event, and notify_command for it"),
+    "fleet": (cmd_fleet, "every machine of [[hosts]] over SSH, in one table (--json)"),
+    "agent": (cmd_agent, "the remote end of `fleet`: JSON lines on stdout, commands on stdin"),
     "help": (lambda _argv: cmd_app(["--help"]), "this help (also -h, --help)"),
 }
 

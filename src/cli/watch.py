@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal
 import sys
 import threading
 import time
 
 from ..core.config import add_settings_flags
+from ..core.headless import Stop as _Stop  # SIGINT/SIGTERM wake the loop
 from .app import INTERVAL_RANGE
 from .gpus import add_gpu_source_flags, gpu_source
 from .numbers import OneLineParser, number
@@ -86,45 +85,6 @@ class _Printer:
 def _say(text: str) -> None:
     sys.stderr.write(f"rgpu-tui watch: {text}\n")
     sys.stderr.flush()
-
-
-class _Stop:
-    """SIGINT/SIGTERM set a flag and wake the loop's select() through a pipe (the
-    handler does nothing that takes a lock)."""
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._r, self._w = os.pipe()
-        os.set_blocking(self._r, False)
-        os.set_blocking(self._w, False)
-        self._old = {}
-        self._old_fd = signal.set_wakeup_fd(self._w)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, self._handle)
-
-    def _handle(self, signum, frame) -> None:
-        self.requested = True
-
-    def wait(self, seconds: float) -> None:
-        if self.requested or seconds <= 0:
-            return
-        try:
-            ready, _, _ = select.select([self._r], [], [], seconds)
-        except InterruptedError:  # pragma: no cover (PEP 475 retries)
-            return
-        if ready:
-            try:
-                while os.read(self._r, 512):
-                    pass
-            except BlockingIOError:
-                pass
-
-    def close(self) -> None:
-        signal.set_wakeup_fd(self._old_fd)
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        os.close(self._r)
-        os.close(self._w)
 
 
 def cmd_watch(argv: list[str]) -> int:

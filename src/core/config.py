@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 
+from .hosts import HostsError, HostSpec, parse_hosts
 from .safeio import NotRegularFile, open_regular
 from .values import (
     COST,
@@ -342,6 +343,8 @@ class Settings:
         _within(MINUTES, positive=True),
         "minutes idle before autostop_command runs (fractions allowed: 0.5 is 30 s)",
     )
+    # the machines of `rgpu-tui fleet`: [[hosts]] tables of the file only (core.hosts)
+    hosts: tuple[HostSpec, ...] = ()
     # where the values came from: not settings themselves
     config_path: str | None = None  # the file that was read, if one was
     sources: tuple[tuple[str, str], ...] = ()  # (key, "file line 3" / "RGPU_X" / "--x")
@@ -502,6 +505,14 @@ def load_settings(
         for key, raw in doc.items():
             line = _key_line(text, key)
             where = f"{path} line {line}" if line else path
+            if key == "hosts":
+                try:
+                    values["hosts"] = parse_hosts(raw, text)
+                except HostsError as exc:
+                    at = exc.line or line
+                    where = f"{path} line {at}" if at else path
+                    raise ConfigError(f"{where}: {exc}") from None
+                continue
             if key not in _SPEC:
                 raise _unknown_key(where, key)
             values[key] = _parse(key, raw, where)

@@ -1,0 +1,151 @@
+"""`rgpu-tui fleet [HOST[:ROOT]]...`: every machine at once, over SSH.
+
+Each host is one `ssh ... HOST rgpu-tui agent ROOT` (core.hosts builds the argv, core.fleet
+keeps the link); the hosts come from the arguments or the config's [[hosts]] tables.
+`--json` prints one fleet snapshot; without it a plain table is printed once (the fleet's
+own screen, a hosts table and each host's full view, is not built yet).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ..core.config import add_settings_flags, default_config_path
+from .numbers import OneLineParser, number
+from .options import settings_or_none
+
+CONNECT_TIMEOUT_RANGE = (1.0, 300.0)  # seconds
+DEFAULT_CONNECT_TIMEOUT = 10.0
+SNAPSHOT_GRACE_S = 5.0  # after the connect timeout: the agent's start and first refresh
+STATE_ORDER = ("running", "stalled", "starting", "dead", "failed", "completed", "unknown")
+
+
+def _parser() -> OneLineParser:
+    p = OneLineParser(
+        prog="rgpu-tui fleet",
+        description="Every machine in one view, over your own SSH: each HOST runs "
+        "`rgpu-tui agent ROOT` through `ssh -o BatchMode=yes` (keys, ssh-agent, ProxyJump and "
+        "ControlMaster from your ssh config). Hosts come from the arguments or from the "
+        "config's [[hosts]] tables. Prints each host's state once: a table, or with --json "
+        "one object (a live fleet screen is not built yet).",
+    )
+    p.add_argument(
+        "hosts",
+        nargs="*",
+        metavar="HOST[:ROOT]",
+        help="a [[hosts]] name or an ssh destination, with its runs root (default ./runs)",
+    )
+    p.add_argument("--ssh-config", default=None, metavar="FILE", help="ssh -F FILE")
+    p.add_argument(
+        "--connect-timeout",
+        type=number(*CONNECT_TIMEOUT_RANGE),
+        default=DEFAULT_CONNECT_TIMEOUT,
+        metavar="S",
+        help=f"seconds to reach a host, 1 to 300 (default {DEFAULT_CONNECT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='one object: {"hosts": [{"host", "root", "reachable", "error", "since", "snapshot"}]}',
+    )
+    add_settings_flags(p)
+    return p
+
+
+def cmd_fleet(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    settings = settings_or_none(args)
+    if settings is None:
+        return 2
+    from ..core.fleet import Fleet
+    from ..core.hosts import parse_host_arg
+
+    try:
+        specs = [parse_host_arg(arg, settings.hosts) for arg in args.hosts] or list(settings.hosts)
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
+    if not specs:
+        where = settings.config_path or args.config or default_config_path()
+        print(
+            f"rgpu-tui: no hosts: name them (rgpu-tui fleet h1 h2:~/runs) or add [[hosts]] "
+            f"tables to {where}",
+            file=sys.stderr,
+        )
+        return 2
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        print("rgpu-tui: a host is named twice", file=sys.stderr)
+        return 2
+    if args.ssh_config is not None and not os.path.isfile(args.ssh_config):
+        print(f"rgpu-tui: --ssh-config: {args.ssh_config} is not a file", file=sys.stderr)
+        return 2
+
+    fleet = Fleet(
+        specs,
+        ssh_config=args.ssh_config,
+        connect_timeout=args.connect_timeout,
+        reconnect=False,
+    ).start()
+    try:
+        fleet.wait_first(args.connect_timeout + SNAPSHOT_GRACE_S)
+        states = fleet.states()
+    finally:
+        fleet.close()
+    if args.json:
+        json.dump({"hosts": [s.to_json() for s in states]}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print("\n".join(table(states)))
+    return 0
+
+
+# -- the table ------------------------------------------------------------------------
+
+
+def _gpus(snap: dict) -> str:
+    gpus = snap.get("gpus") or {}
+    if not gpus.get("available"):
+        return "none"
+    devices = gpus.get("devices") or []
+    utils = [d["util_percent"] for d in devices if isinstance(d.get("util_percent"), (int, float))]
+    mean = f" {sum(utils) / len(utils):.0f}%" if utils else ""
+    return f"{len(devices)}{mean}"
+
+
+def _runs(snap: dict) -> str:
+    counts: dict[str, int] = {}
+    for run in snap.get("runs") or []:
+        state = run.get("state") if isinstance(run.get("state"), str) else "unknown"
+        counts[state] = counts.get(state, 0) + 1
+    if not counts:
+        return "no runs"
+    order = list(STATE_ORDER) + sorted(set(counts) - set(STATE_ORDER))
+    return ", ".join(f"{counts[s]} {s}" for s in order if s in counts)
+
+
+def _price(snap: dict) -> str:
+    price = (snap.get("cost") or {}).get("price_per_hour")
+    return f"{price:.2f}" if isinstance(price, (int, float)) else "?"
+
+
+def table(states) -> list[str]:
+    """One line per host: host, reachable, GPUs (count and mean util), runs by state, $/h;
+    an unreachable host's line says why. Made printable by the output stream."""
+    rows = [("host", "reachable", "GPUs", "runs", "$/h")]
+    notes = []
+    for s in states:
+        if s.reachable and s.snapshot is not None:
+            snap = s.snapshot
+            rows.append((s.name, "yes", _gpus(snap), _runs(snap), _price(snap)))
+        else:
+            rows.append((s.name, "no", "", "", ""))
+            notes.append(f"  {s.name}: {s.error or 'not reachable'}")
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = [
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4]
+        for row in rows
+    ]
+    return [line.rstrip() for line in lines] + notes

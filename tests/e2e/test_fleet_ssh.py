@@ -1,0 +1,318 @@
+"""The fleet over real SSH: asyncssh servers on 127.0.0.1 (tests/support/ssh_server.py)
+that run `rgpu-tui agent ROOT` through /bin/sh as sshd would, reached with the real
+OpenSSH client (/usr/bin/ssh) through a generated ssh_config.
+
+h1 has a run whose trainer is alive (a real process named in status.json), h2 a dead run
+(its process is gone, status.json still says running) and a completed one, h3 refuses
+the connection. No training is needed; every wait polls against a deadline.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import zipfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+import pytest
+from support.cli_env import RGPU_TUI, clean_env
+from support.hub_server import HubServer
+from support.ssh_server import SshKeys, SshServer, closed_port
+from support.waiting import wait_until
+
+from rgpu_tui.core.fleet import HostLink
+from rgpu_tui.core.hosts import HostSpec
+
+SSH = shutil.which("ssh")
+pytestmark = pytest.mark.skipif(SSH is None, reason="the OpenSSH client (ssh) is not installed")
+
+FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
+HF = "hf" + "_"
+WRITE_TOKEN = HF + "FleetWriteTokenForTheLocalHub0123456"
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(int(ts), tz=timezone.utc).isoformat()
+
+
+def write_status(run_dir: Path, state: str, pid: int, started_at: str, **fields) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "state": state,
+        "pid": pid,
+        "started_at": started_at,
+        "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "total_epochs": 10,
+        "completed_epochs": 2,
+        **fields,
+    }
+    tmp = run_dir / ".status.json.tmp"
+    tmp.write_text(json.dumps(doc))
+    os.replace(tmp, run_dir / "status.json")
+
+
+def checkpoint_bytes(size: int, seed: int) -> bytes:
+    """A small torch-like zip with a data.pkl (what a push checks a checkpoint is)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("best/data.pkl", b"\x80\x02pickle" + seed.to_bytes(4, "little"))
+        archive.writestr("best/data/0", random.Random(seed).randbytes(size))
+    return buf.getvalue()
+
+
+class Machine:
+    """One SSH server and the runs root its agent watches."""
+
+    def __init__(self, keys: SshKeys, tmp: Path, name: str, **env_extra: str) -> None:
+        self.root = tmp / name / "runs"
+        self.root.mkdir(parents=True)
+        self.env = clean_env(tmp / name, RGPU_FAKE_GPUS="1", **env_extra)
+        self.env["PATH"] = f"{VENV_BIN}:/usr/bin:/bin"
+        self.server = SshServer(keys, self.env, tmp / name / "home").start()
+        keys.add_host(name, self.server.port, self.server)
+
+
+@pytest.fixture
+def fleet_env(tmp_path: Path):
+    """(keys, {"h1": Machine, "h2": Machine}, trainer process): h1 with a running run
+    (a live trainer), h2 with a dead and a completed run, h3 a closed port."""
+    keys = SshKeys(tmp_path / "ssh")
+    machines: dict[str, Machine] = {}
+    trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone_started = psutil.Process(gone.pid).create_time()
+    gone.wait()
+    try:
+        for name in ("h1", "h2"):
+            machines[name] = Machine(keys, tmp_path, name)
+        started = _iso(psutil.Process(trainer.pid).create_time())
+        write_status(machines["h1"].root / "live", "running", trainer.pid, started)
+        write_status(machines["h2"].root / "crashed", "running", gone.pid, _iso(gone_started))
+        shutil.copytree(FIXTURE_RUN, machines["h2"].root / "done")
+        keys.add_host("h3", closed_port())
+        yield keys, machines, trainer
+    finally:
+        for machine in machines.values():
+            machine.server.stop()
+        if trainer.poll() is None:
+            trainer.kill()
+        trainer.wait()
+
+
+def fleet_cli(keys: SshKeys, env: dict, *args: str, timeout: float = 120):
+    return subprocess.run(
+        [str(RGPU_TUI), "fleet", "--ssh-config", str(keys.config), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def own_snapshot(machine: Machine) -> dict:
+    """What `rgpu-tui snapshot --json` says on that machine."""
+    proc = subprocess.run(
+        [str(RGPU_TUI), "snapshot", str(machine.root), "--json"],
+        env=machine.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def states(snapshot: dict) -> dict[str, str]:
+    return {run["name"]: run["state"] for run in snapshot["runs"]}
+
+
+def test_fleet_json_shows_each_hosts_runs_as_its_own_snapshot_and_the_dead_host(
+    tmp_path: Path, fleet_env
+) -> None:
+    keys, machines, trainer = fleet_env
+    env = clean_env(tmp_path / "local")
+    hosts = [f"{name}:{m.root}" for name, m in machines.items()] + ["h3:/nowhere"]
+    proc = fleet_cli(keys, env, *hosts, "--json", "--connect-timeout", "20")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    by_name = {h["host"]: h for h in out["hosts"]}
+    assert list(by_name) == ["h1", "h2", "h3"]
+    for name, machine in machines.items():
+        host = by_name[name]
+        assert host["reachable"] is True and host["error"] is None, host["error"]
+        assert host["root"] == str(machine.root)
+        assert host["snapshot"]["root"] == str(machine.root)
+        assert states(host["snapshot"]) == states(own_snapshot(machine))
+    assert states(by_name["h1"]["snapshot"]) == {"live": "running"}
+    assert states(by_name["h2"]["snapshot"]) == {"crashed": "dead", "done": "completed"}
+    dead = by_name["h3"]
+    assert dead["reachable"] is False and dead["snapshot"] is None
+    # ssh's own one line, not the fleet's deadline: it did not hold the others up
+    assert "Connection refused" in dead["error"] and "\n" not in dead["error"]
+    assert trainer.poll() is None  # looking never touches a run
+    for machine in machines.values():  # each agent ended when its ssh session closed
+        wait_until(lambda m=machine: not m.server.pids(), "the agents to end", timeout=30)
+    assert [c.split()[:2] for m in machines.values() for c in m.server.commands] == [
+        ["rgpu-tui", "agent"],
+        ["rgpu-tui", "agent"],
+    ]
+
+
+def test_fleet_table_and_hosts_from_the_config(tmp_path: Path, fleet_env) -> None:
+    keys, machines, _trainer = fleet_env
+    env = clean_env(tmp_path / "local")
+    config = Path(env["XDG_CONFIG_HOME"]) / "rgpu-tui" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        "".join(
+            f'[[hosts]]\nname = "{name}"\nssh = "{name}"\nroot = "{m.root}"\n'
+            f"price_per_hour = {i + 1.5}\n\n"
+            for i, (name, m) in enumerate(machines.items())
+        )
+        + '[[hosts]]\nssh = "h3"\n'
+    )
+    proc = fleet_cli(keys, env, "--connect-timeout", "20")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["host", "reachable", "GPUs", "runs", "$/h"]
+    rows = {line.split()[0]: line for line in lines[1:4]}
+    assert rows["h1"].split()[1:] == ["yes", "1", rows["h1"].split()[3], "1", "running", "1.50"]
+    assert "1 dead, 1 completed" in rows["h2"] and rows["h2"].endswith("2.50")
+    assert rows["h3"].split()[1] == "no"
+    assert lines[4].startswith("  h3: ssh: connect to host 127.0.0.1 port ")
+    # the price reached each agent as --price-per-hour, quoted for the remote shell
+    h1_root = machines["h1"].root
+    assert machines["h1"].server.commands == [f"rgpu-tui agent --price-per-hour 1.5 {h1_root}"]
+
+
+def _link(keys: SshKeys, name: str, root: Path, **kw) -> HostLink:
+    spec = HostSpec(name=name, ssh=name, root=str(root), **kw)
+    return HostLink(
+        spec, ssh_config=str(keys.config), connect_timeout=20, backoff=(0.2, 0.4, 0.8)
+    ).start()
+
+
+def test_a_host_whose_agent_is_killed_comes_back(fleet_env) -> None:
+    keys, machines, _trainer = fleet_env
+    h1 = machines["h1"]
+    link = _link(keys, "h1", h1.root)
+    try:
+        first = wait_until(lambda: link.state().reachable and link.state(), "h1 reachable", 60)
+        assert first.connects == 1 and states(first.snapshot) == {"live": "running"}
+        assert h1.server.kill_commands(signal.SIGKILL)
+        down = wait_until(
+            lambda: (s := link.state()).error and not s.reachable and s, "h1 down", 60
+        )
+        assert "the agent ended (status 137)" in down.error
+        back = wait_until(lambda: (s := link.state()).reachable and s, "h1 back", 60)
+        assert back.connects >= 2 and back.error is None
+        assert states(back.snapshot) == {"live": "running"}
+        assert len(h1.server.commands) == back.connects
+        # the new connection's deltas apply: the link follows a run that ends
+        write_status(h1.root / "live", "completed", _trainer.pid, "2026-01-01T00:00:00+00:00")
+        wait_until(lambda: states(link.state().snapshot) == {"live": "completed"}, "a delta", 60)
+    finally:
+        link.close()
+
+
+def test_an_agent_of_another_schema_is_refused_in_one_line(fleet_env) -> None:
+    keys, machines, _trainer = fleet_env
+    hello = json.dumps({"agent": "rgpu-tui", "version": "9.9.0", "schema_version": 2})
+    fake = [sys.executable, "-c", f"print({hello!r}, flush=True); import time; time.sleep(60)"]
+    link = _link(keys, "h2", machines["h2"].root, remote_command=tuple(fake))
+    try:
+        state = wait_until(lambda: (s := link.state()).error and s, "the refusal", 60)
+        assert not state.reachable and state.snapshot is None
+        assert state.error.startswith("host h2 runs rgpu-tui 9.9.0 (schema 2); install the same")
+    finally:
+        link.close()
+
+
+def test_a_missing_agent_says_how_to_install_it(fleet_env) -> None:
+    keys, machines, _trainer = fleet_env
+    link = _link(keys, "h2", machines["h2"].root, remote_command="no-such-rgpu-tui agent")
+    try:
+        state = wait_until(lambda: (s := link.state()).error and s, "the error", 60)
+        assert "no-such-rgpu-tui is not installed on h2" in state.error
+        assert "pipx" in state.error
+    finally:
+        link.close()
+
+
+def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env) -> None:
+    keys, machines, trainer = fleet_env
+    hub = HubServer(str(tmp_path / "hub-storage"))
+    hub.add_token(WRITE_TOKEN, "alice")
+    hub.start()
+    machine = Machine(
+        keys,
+        tmp_path,
+        "h4",
+        HF_ENDPOINT=hub.url,
+        HF_TOKEN=WRITE_TOKEN,
+        HF_HUB_DISABLE_XET="1",
+        RGPU_HUB_REPO="alice/fleet",
+    )
+    run = machine.root / "exp1"
+    shutil.copytree(FIXTURE_RUN, run)
+    best = checkpoint_bytes(50_000, 7)
+    (run / "weights").mkdir(exist_ok=True)
+    (run / "weights" / "best.pt").write_bytes(best)
+    started = _iso(psutil.Process(trainer.pid).create_time())
+    write_status(machine.root / "live", "running", trainer.pid, started)
+    link = _link(keys, "h4", machine.root)
+    try:
+        wait_until(lambda: link.state().reachable, "h4 reachable", 60)
+        progress: list[dict] = []
+        pushed = link.send({"cmd": "push", "run": str(run), "file": "best"}, progress.append)
+        stopped = link.send({"cmd": "stop", "run": str(machine.root / "live")})
+        stop = stopped.result(90)
+        assert stop["ok"] is True, stop
+        assert stop["stop"]["signals_sent"][0] == "SIGINT"
+        assert trainer.wait(30) is not None
+        result = pushed.result(120)
+        assert result["ok"] is True, result
+        assert result["push"]["commit_url"].startswith(f"{hub.url}/alice/fleet/commit/")
+        assert hub.file_bytes("alice/fleet", "exp1/best.pt") == best
+        assert {"settling", "uploading"} <= {p["phase"] for p in progress}
+        # the token stayed on that machine: the fleet never saw it
+        assert WRITE_TOKEN not in json.dumps(link.state().snapshot)
+        unknown = link.send({"cmd": "push", "run": "/etc", "file": "best"}).result(30)
+        assert unknown == {
+            "result": unknown["result"],
+            "ok": False,
+            "error": f"no run /etc under {machine.root}",
+        }
+    finally:
+        link.close()
+        machine.server.stop()
+        hub.stop()
+
+
+def test_a_stalled_link_is_told_from_a_quiet_host(fleet_env) -> None:
+    """An agent that says its heartbeat is 1 s and then goes silent: after three missed
+    heartbeats the link is down, named as stalled, and tried again."""
+    keys, machines, _trainer = fleet_env
+    lines = [
+        {"agent": "rgpu-tui", "version": "0.1.0", "schema_version": 1, "heartbeat": 1},
+        {"seq": 0, "snapshot": {"runs": []}},
+    ]
+    script = f"import json, time\nfor l in {lines!r}: print(json.dumps(l), flush=True)\n"
+    script += "time.sleep(60)\n"
+    link = _link(keys, "h2", machines["h2"].root, remote_command=(sys.executable, "-c", script))
+    try:
+        wait_until(lambda: link.state().reachable, "h2 reachable", 60)
+        state = wait_until(lambda: (s := link.state()).error and s, "the stall", 60)
+        assert state.error == "no data for 3 s (the link stalled)" and not state.reachable
+        wait_until(lambda: link.state().connects >= 2, "a new try", 60)
+    finally:
+        link.close()
