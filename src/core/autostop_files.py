@@ -27,6 +27,8 @@ import psutil
 from .event_state import APP_DIR, load_state, root_key, save_state, state_home
 from .private import PRIVATE_FILE_MODE
 from .records import append_json_line, read_json_lines
+from .snapshot import AutostopPlan
+from .values import TIMES, checked
 
 PLAN_VERSION = 1
 RECORD_READ_MAX = 256 * 1024  # the newest records are enough to know the last stretch
@@ -65,6 +67,44 @@ class AutostopFiles:
         if not process_alive(doc.get("pid"), doc.get("pid_started")):
             return None
         return doc
+
+
+class PlanReader:
+    """The root's autostop plan as a refresh reads it: one stat a refresh, the file only when
+    it changed; None when no live watcher wrote it (never written, or its watcher is gone:
+    the watcher's pid and start time are checked while the file stays the same)."""
+
+    def __init__(self, files: AutostopFiles) -> None:
+        self.files = files
+        self._key: tuple | None = None
+        self._doc: dict | None = None
+
+    def read(self) -> AutostopPlan | None:
+        try:
+            st = os.stat(self.files.plan)
+            key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        if key is None:
+            doc = None
+        elif key != self._key:
+            doc = self.files.read_plan()
+        elif self._doc is not None and process_alive(
+            self._doc.get("pid"), self._doc.get("pid_started")
+        ):
+            doc = self._doc
+        else:
+            doc = None
+        self._key, self._doc = key, doc
+        return plan_of(doc)
+
+
+def plan_of(doc: dict | None) -> AutostopPlan | None:
+    """The plan file's document as the Snapshot carries it; None when it is not usable."""
+    if doc is None or not isinstance(doc.get("phase"), str):
+        return None
+    fires_at, _odd = checked(doc.get("fires_at"), TIMES)
+    return AutostopPlan(doc["phase"], str(doc.get("message") or ""), fires_at)
 
 
 def process_alive(pid, started) -> bool:

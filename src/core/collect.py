@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .autostop_files import AutostopFiles, PlanReader
 from .config import Settings
 from .cost import CostTracker, cost_once
 from .gpu import GpuMonitor
@@ -58,6 +59,8 @@ class Collector:
         self.gpus = GpuMonitor(fake_gpus, interval=interval, fake_lose=fake_lose, replay=gpu_replay)
         self.one_shot = one_shot
         self.cost = CostTracker(self.settings)
+        # what the root's `rgpu-tui watch` plans for autostop (read, never acted on here)
+        self.autostop = PlanReader(AutostopFiles.for_root(self.runs.root))
 
     def refresh(self, now: float, selected: str | None = None) -> Snapshot:
         snap = self.runs.refresh(now, selected)
@@ -70,7 +73,8 @@ class Collector:
             cost = self.cost.sample(now, snap.runs, snap.selected_run, gpus, system)
         if gpus.idle and cost.idle_now_seconds is not None:
             gpus = replace(gpus, idle_seconds=cost.idle_now_seconds)
-        return replace(snap, gpus=gpus, system=system, cost=cost)
+        autostop = self.autostop.read()
+        return replace(snap, gpus=gpus, system=system, cost=cost, autostop=autostop)
 
     def close(self) -> None:
         self.gpus.close()

@@ -239,6 +239,17 @@ class CostView:
 
 
 @dataclass(frozen=True)
+class AutostopPlan:
+    """What the root's `rgpu-tui watch` plans for autostop (core.autostop writes it; a
+    refresh reads it): its phase (counting, held, checking, pushing, running, ran, failed,
+    held_by_app), its one-line message and, while counting, when the command runs."""
+
+    phase: str
+    message: str
+    fires_at: float | None = None
+
+
+@dataclass(frozen=True)
 class Snapshot:
     generated_at: float
     root: str
@@ -251,6 +262,7 @@ class Snapshot:
     cost: CostView | None = None
     schema_version: int = SCHEMA_VERSION
     deep_dirs_skipped: int = 0  # directories below discovery.MAX_DEPTH, not searched
+    autostop: AutostopPlan | None = None  # None: no live watcher plans autostop here
 
     def run(self, run_dir: str | None) -> RunInfo | None:
         for r in self.runs:

@@ -10,7 +10,7 @@ from dataclasses import asdict
 
 from .checkpoints import checkpoint_to_json
 from .formatting import iso
-from .snapshot import CostView, GpuView, RunInfo, Snapshot, SystemView
+from .snapshot import AutostopPlan, CostView, GpuView, RunInfo, Snapshot, SystemView
 
 LOG_TAIL_LEN = 50
 
@@ -142,5 +142,14 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "system": system_to_json(s.system) if s.system is not None else None,
             "cost": cost_to_json(s.cost) if s.cost is not None else None,
             "pushes": pushes,
+            "autostop": autostop_to_json(s.autostop) if s.autostop is not None else None,
         }
     )
+
+
+def autostop_to_json(a: AutostopPlan) -> dict:
+    return {
+        "phase": a.phase,
+        "message": a.message,
+        "fires_at": iso(a.fires_at) if a.fires_at is not None else None,
+    }

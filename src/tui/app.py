@@ -262,7 +262,7 @@ class RgpuApp(PushActions, RunActions, App[int]):
         self.cost_strip.show(snap.cost)
         if self.idle_banner.show(snap.cost):
             self.bell()  # once, when the idle banner appears
-        self.autostop_line.show(snap.cost)
+        self.autostop_line.show(snap.cost, snap.autostop)
         top = self.screen_stack[-1] if self.screen_stack else None  # empty while closing
         if isinstance(top, CostScreen):
             top.update_cost(snap)

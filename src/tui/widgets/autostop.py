@@ -8,8 +8,9 @@ watcher does not run the command while this app is open, and counts the idle tim
 once it lets go (`a` again, or quitting). With autostop_command set here and no watcher on
 the root, the line says so while the machine idles: nothing would stop it.
 
-The plan is read once a second in a thread (a stat, and the file only when it changed;
-the watcher's pid checked alive); the line is hidden while the machine is busy.
+The plan comes with each Snapshot (core.autostop_files.PlanReader, on the refresh thread:
+a stat, the file only when it changed, the watcher's pid checked alive); the line is hidden
+while the machine is busy.
 """
 
 from __future__ import annotations
@@ -18,16 +19,14 @@ import os
 from collections.abc import Callable
 
 from rich.text import Text
-from textual import work
 from textual.widget import Widget
 
-from ...core.autostop_files import AutostopFiles, Hold, process_alive
+from ...core.autostop_files import AutostopFiles, Hold
 from ...core.config import Settings
 from ...core.formatting import fmt_duration
-from ...core.snapshot import CostView
+from ...core.snapshot import AutostopPlan, CostView
 from ...core.text import printable
 
-TICK_S = 1.0
 SHOWN = ("counting", "held", "checking", "pushing", "running", "ran", "failed", "held_by_app")
 
 
@@ -56,26 +55,24 @@ class AutostopLine(Widget):
         self.clock = clock
         self.hold = Hold(self.files.hold)
         self.hold_at_start = hold
-        self.plan: dict | None = None
-        self._plan_key: tuple | None = None
+        self.plan: AutostopPlan | None = None
         self._cost: CostView | None = None
         self._text = ""
-        self.reads = 0  # plans taken in (one a second)
 
     def on_mount(self) -> None:
         if self.hold_at_start:
             self.take_hold()
-        self.set_interval(TICK_S, self._read_plan)
-        self._read_plan()
 
     def on_unmount(self) -> None:
         self.hold.release()
 
     # -- what the app calls ------------------------------------------------------------
 
-    def show(self, cost: CostView | None) -> None:
-        """From each Snapshot: whether the machine idles (for the no-watcher line)."""
+    def show(self, cost: CostView | None, plan: AutostopPlan | None) -> None:
+        """From each Snapshot: the watcher's plan, and whether the machine idles (for the
+        no-watcher line)."""
         self._cost = cost
+        self.plan = plan
         self._update()
 
     def toggle(self) -> str:
@@ -97,33 +94,6 @@ class AutostopLine(Widget):
         self._update()
         return None
 
-    # -- the plan --------------------------------------------------------------------
-
-    @work(thread=True, exclusive=True, group="autostop-plan")
-    def _read_plan(self) -> None:
-        plan = self.plan
-        try:
-            st = os.stat(self.files.plan)
-            key = (st.st_ino, st.st_size, st.st_mtime_ns)
-        except OSError:
-            key = None
-        if key is None:
-            plan = None
-        elif key != self._plan_key:
-            plan = self.files.read_plan()  # checks the watcher is alive
-        elif plan is not None and not process_alive(plan.get("pid"), plan.get("pid_started")):
-            plan = None
-        self._plan_key = key
-        try:
-            self.app.call_from_thread(self._got, plan)
-        except RuntimeError:  # the app is closing
-            pass
-
-    def _got(self, plan: dict | None) -> None:
-        self.plan = plan
-        self.reads += 1
-        self._update()
-
     def _update(self) -> None:
         text = self.line_text()
         self.set_class(bool(text), "-on")
@@ -142,8 +112,8 @@ class AutostopLine(Widget):
                     "nothing will stop the machine (the app never runs it)"
                 )
             return ""
-        phase = plan.get("phase")
-        message = str(plan.get("message") or "")
+        phase = plan.phase
+        message = plan.message
         if phase not in SHOWN:
             return ""
         if self.hold.held:
@@ -151,8 +121,8 @@ class AutostopLine(Widget):
         if phase == "held_by_app":
             return "autostop held by another rgpu-tui app (its `a`, or --no-autostop)"
         if phase == "counting":
-            fires_at = plan.get("fires_at")
-            left = fires_at - self.clock() if isinstance(fires_at, (int, float)) else None
+            fires_at = plan.fires_at
+            left = fires_at - self.clock() if fires_at is not None else None
             when = f"in {fmt_duration(max(left, 0))}" if left is not None else "soon"
             return f"autostop {when}: {message} — a cancels"
         if phase in ("held", "checking", "pushing"):
