@@ -198,6 +198,17 @@ def libreyolo_executable() -> str | None:
     return shutil.which("libreyolo")
 
 
+def libreyolo_missing() -> str:
+    """What to say when libreyolo_executable() finds none: where it looked, what to do.
+    rgpu-tui installed apart (pipx, uv tool) has no libreyolo beside its Python, and need
+    not: the training environment's is found on PATH."""
+    return (
+        f"no `libreyolo` in {os.path.dirname(sys.executable)} (beside rgpu-tui's Python) or "
+        f"on PATH: install it in the training environment ({INSTALL_HINT} or pip install "
+        "libreyolo) and activate that environment, or put its bin/ folder on PATH"
+    )
+
+
 def build_argv(spec: LaunchSpec, executable: str | None = None) -> list[str]:
     """The exact argv of the run: `libreyolo train key=value ...`."""
     exe = executable or libreyolo_executable() or "libreyolo"

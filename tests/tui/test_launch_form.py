@@ -11,6 +11,7 @@ import threading
 
 from textual.widgets import Input
 
+from rgpu_tui.core import launch_spec
 from rgpu_tui.tui.screens.launch import LaunchScreen
 
 from .helpers import make_app, wait_for
@@ -141,3 +142,19 @@ async def test_ctrl_l_checks_the_files_again(runs_root, tmp_path):
         await wait_for(pilot, lambda: _status(form) == f"data: {data} does not exist")
         assert isinstance(app.screen, LaunchScreen)
         assert not (runs_root.root / ".rgpu" / "launches.jsonl").exists()
+
+
+async def test_without_libreyolo_the_form_says_where_it_looked(runs_root, tmp_path, monkeypatch):
+    """Not "dataset errors: libreyolo is not installed for <rgpu-tui's Python>"."""
+    monkeypatch.setattr(launch_spec, "libreyolo_executable", lambda: None)
+    data = tmp_path / "data.yaml"
+    data.write_text(DATA)
+    app = make_app(runs_root)
+    async with app.run_test(size=(100, 40)) as pilot:
+        form = await _open_form(pilot, app)
+        await _type(pilot, form, "data", str(data))
+        await wait_for(pilot, lambda: _status(form) == "")
+        await pilot.press("ctrl+l")  # the doctor is on: the form asks for libreyolo first
+        await wait_for(pilot, lambda: _status(form) == launch_spec.libreyolo_missing())
+        assert "on PATH" in _status(form)
+        assert isinstance(app.screen, LaunchScreen)

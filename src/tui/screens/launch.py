@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Static
 from textual.worker import get_current_worker
 
+from ...core import launch_spec
 from ...core.doctor import run_doctor
 from ...core.launch import launch
 from ...core.launch_records import LaunchRecord
@@ -24,6 +25,7 @@ from ...core.launch_spec import (
     build_argv,
     display_command,
     hf_status,
+    libreyolo_missing,
     make_spec,
 )
 from ...core.text import printable
@@ -200,6 +202,9 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
             spec = self._spec(values, check_files=True)
         except LaunchError as exc:
             self.app.call_from_thread(self._blocked, str(exc))
+            return
+        if launch_spec.libreyolo_executable() is None:  # before the doctor: not the dataset's
+            self.app.call_from_thread(self._blocked, libreyolo_missing())
             return
         if doctor:
             report = run_doctor(spec.data, spec.imgsz)
