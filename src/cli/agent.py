@@ -13,7 +13,7 @@ import sys
 
 from ..core.config import add_settings_flags
 from .app import INTERVAL_RANGE
-from .gpus import add_gpu_source_flags, gpu_source
+from .gpus import add_gpu_source_flags, gpu_source_or_none
 from .numbers import OneLineParser, number
 from .options import DEFAULT_ROOT, settings_or_none
 
@@ -47,10 +47,8 @@ def cmd_agent(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    try:
-        choice = gpu_source(args)
-    except ValueError as exc:
-        print(f"rgpu-tui: {exc}", file=sys.stderr)
+    choice = gpu_source_or_none(args)
+    if choice is None:
         return 2
 
     from ..core.agent import Agent, LineWriter
@@ -65,9 +63,7 @@ def cmd_agent(argv: list[str]) -> int:
     try:
         collector = Collector(
             root,
-            fake_gpus=choice.fake_gpus,
-            fake_lose=choice.fake_lose,
-            gpu_replay=choice.replay,
+            **choice.collector_args(),
             interval=args.interval,
             log_keep=LOG_TAIL_LEN,  # the log lines a snapshot carries
             settings=settings,

@@ -56,9 +56,7 @@ def cmd_app(argv: list[str]) -> int:
             root=args.path,
             interval=args.interval,
             theme_name=args.theme,
-            fake_gpus=choice.fake_gpus,
-            fake_lose=choice.fake_lose,
-            gpu_replay=choice.replay,
+            **choice.collector_args(),
             settings=settings,
             no_autostop=args.no_autostop,
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from ..core.config import add_settings_flags
-from .gpus import add_gpu_source_flags, gpu_source
+from .gpus import add_gpu_source_flags, gpu_source_or_none
 from .numbers import OneLineParser, number
 from .options import settings_or_none
 
@@ -39,10 +39,8 @@ def cmd_demo(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    try:
-        choice = gpu_source(args)  # before anything starts: a bad value starts nothing
-    except ValueError as exc:
-        print(f"rgpu-tui: {exc}", file=sys.stderr)
+    choice = gpu_source_or_none(args)  # before anything starts: a bad value starts nothing
+    if choice is None:
         return 2
     from ..core import demo as steps
 

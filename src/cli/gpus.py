@@ -39,6 +39,15 @@ def gpu_source(args) -> GpuSourceChoice:
     return choose_gpu_source(args.fake_gpus, args.gpu_replay)
 
 
+def gpu_source_or_none(args) -> GpuSourceChoice | None:
+    """The GPU source, or None after printing the one-line error (the caller exits 2)."""
+    try:
+        return gpu_source(args)
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return None
+
+
 def record_command(path: str, seconds: float, choice: GpuSourceChoice) -> int:
     """0 when recorded; 2 for a bad request; 1 when NVML had nothing to record."""
     from ..core.gpu_replay import MAX_RECORD_SECONDS, RecordingError, record_gpus

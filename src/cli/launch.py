@@ -110,7 +110,14 @@ def cmd_launch(argv: list[str]) -> int:
         return 2
     from ..core.doctor import run_doctor
     from ..core.launch import launch
-    from ..core.launch_spec import LaunchError, gpu_count_from_nvml, hf_status, make_spec
+    from ..core.launch_spec import (
+        LaunchError,
+        gpu_count_from_nvml,
+        hf_status,
+        libreyolo_executable,
+        libreyolo_missing,
+        make_spec,
+    )
     from ..core.launch_wait import wait_for_run_dir
 
     try:
@@ -120,6 +127,9 @@ def cmd_launch(argv: list[str]) -> int:
     except LaunchError as exc:
         print(f"rgpu-tui: {exc}", file=sys.stderr)
         return 2
+    if libreyolo_executable() is None:  # not the dataset's fault: before the doctor
+        print(f"rgpu-tui: {libreyolo_missing()}", file=sys.stderr)
+        return 1
     doctor = None
     if not args.no_doctor:
         if not args.json:

@@ -1,14 +1,28 @@
 """What several commands share: the default runs root, the settings from the flags
 (`--config`, `--price-per-hour`, ...: core.config) with their errors and warnings printed,
-and file sizes as people read them."""
+the Hub's `--timeout` (push, pull), and file sizes as people read them."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from ..core.config import ConfigError, settings_from_args
+from .numbers import number
 
 DEFAULT_ROOT = "./runs"
+HUB_TIMEOUT_RANGE = (1.0, 3600.0)  # seconds
+
+
+def add_hub_timeout_flag(p: argparse.ArgumentParser) -> None:
+    """`--timeout S`: how long push and pull wait for the Hub to answer."""
+    p.add_argument(
+        "--timeout",
+        type=number(*HUB_TIMEOUT_RANGE),
+        default=60.0,
+        metavar="S",
+        help="seconds to wait for the Hub to answer before giving up, 1 to 3600 (default 60)",
+    )
 
 
 def settings_or_none(args):

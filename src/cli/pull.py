@@ -8,10 +8,8 @@ import os
 import sys
 
 from .interrupts import interrupted, sigterm_interrupts
-from .numbers import OneLineParser, number
-from .options import human_bytes, settings_or_none
-
-PULL_TIMEOUT_RANGE = (1.0, 3600.0)
+from .numbers import OneLineParser
+from .options import add_hub_timeout_flag, human_bytes, settings_or_none
 
 
 def _pull_parser() -> argparse.ArgumentParser:
@@ -37,13 +35,7 @@ def _pull_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--force", action="store_true", help="replace a different local file")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument(
-        "--timeout",
-        type=number(*PULL_TIMEOUT_RANGE),
-        default=60.0,
-        metavar="S",
-        help="seconds to wait for the Hub to answer before giving up, 1 to 3600 (default 60)",
-    )
+    add_hub_timeout_flag(p)
     p.add_argument(
         "--hub-path",
         default=None,

@@ -11,9 +11,8 @@ import sys
 from ..core.config import add_settings_flags
 from .interrupts import interrupted, sigterm_interrupts
 from .numbers import OneLineParser, number
-from .options import human_bytes, settings_or_none
+from .options import add_hub_timeout_flag, human_bytes, settings_or_none
 
-PUSH_TIMEOUT_RANGE = (1.0, 3600.0)  # seconds
 PUSH_SETTLE_RANGE = (0.0, 300.0)  # seconds
 
 
@@ -36,13 +35,7 @@ def push_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--force", action="store_true", help="push even if this file was pushed unchanged"
     )
-    p.add_argument(
-        "--timeout",
-        type=number(*PUSH_TIMEOUT_RANGE),
-        default=60.0,
-        metavar="S",
-        help="seconds to wait for the Hub to answer before giving up, 1 to 3600 (default 60)",
-    )
+    add_hub_timeout_flag(p)
     p.add_argument(
         "--settle",
         type=number(*PUSH_SETTLE_RANGE),

@@ -10,7 +10,7 @@ import sys
 import time
 
 from ..core.config import add_settings_flags
-from .gpus import add_gpu_source_flags, gpu_source
+from .gpus import add_gpu_source_flags, gpu_source_or_none
 from .options import DEFAULT_ROOT, settings_or_none
 
 
@@ -44,10 +44,8 @@ def cmd_snapshot(argv: list[str]) -> int:
     from ..core.snapshot_json import snapshot_to_json
     from ..core.snapshot_text import snapshot_to_text
 
-    try:
-        choice = gpu_source(args)
-    except ValueError as exc:
-        print(f"rgpu-tui: {exc}", file=sys.stderr)
+    choice = gpu_source_or_none(args)
+    if choice is None:
         return 2
     if args.record_gpus is not None:
         from .gpus import record_command
@@ -61,9 +59,7 @@ def cmd_snapshot(argv: list[str]) -> int:
         return 2
     collector = Collector(
         args.path,
-        fake_gpus=choice.fake_gpus,
-        fake_lose=choice.fake_lose,
-        gpu_replay=choice.replay,
+        **choice.collector_args(),
         settings=settings,
         one_shot=True,
     )

@@ -25,7 +25,7 @@ import time
 from ..core.config import add_settings_flags
 from ..core.headless import Stop as _Stop  # SIGINT/SIGTERM wake the loop
 from .app import INTERVAL_RANGE
-from .gpus import add_gpu_source_flags, gpu_source
+from .gpus import add_gpu_source_flags, gpu_source_or_none
 from .numbers import OneLineParser, number
 from .options import DEFAULT_ROOT, settings_or_none
 
@@ -92,10 +92,8 @@ def cmd_watch(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    try:
-        choice = gpu_source(args)
-    except ValueError as exc:
-        print(f"rgpu-tui: {exc}", file=sys.stderr)
+    choice = gpu_source_or_none(args)
+    if choice is None:
         return 2
 
     from ..core.collect import Collector
@@ -132,9 +130,7 @@ def cmd_watch(argv: list[str]) -> int:
             notifier = Notifier(settings.notify_command, printer, token=token)
         collector = Collector(
             root,
-            fake_gpus=choice.fake_gpus,
-            fake_lose=choice.fake_lose,
-            gpu_replay=choice.replay,
+            **choice.collector_args(),
             interval=args.interval,
             log_keep=20,
             settings=settings,

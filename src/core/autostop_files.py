@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import psutil
 
 from .event_state import APP_DIR, load_state, root_key, save_state, state_home
-from .private import PRIVATE_FILE_MODE
+from .private import PRIVATE_FILE_MODE, private_parent
 from .records import append_json_line, read_json_lines
 from .snapshot import AutostopPlan
 from .values import TIMES, checked
@@ -146,9 +146,7 @@ class Hold:
         """Hold (raises OSError when the state folder cannot be written)."""
         if self._fd is not None:
             return
-        from .event_state import _private_folder
-
-        _private_folder(self.path)
+        private_parent(self.path)
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
         fd = os.open(self.path, flags, PRIVATE_FILE_MODE)
         try:

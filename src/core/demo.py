@@ -26,7 +26,7 @@ from .doctor import run_doctor
 from .launch import launch
 from .launch_records import LaunchRecord
 from .launch_runs import launch_alive
-from .launch_spec import INSTALL_HINT, LaunchError, libreyolo_executable, make_spec
+from .launch_spec import LaunchError, libreyolo_executable, libreyolo_missing, make_spec
 from .launch_wait import died_lines, wait_for_run_dir
 from .synthetic_dataset import DARK_BG, make_dataset
 
@@ -63,7 +63,7 @@ def libreyolo_problem() -> str | None:
     """Why the demo cannot train here (None: it can): no `libreyolo` to launch, beside this
     Python or on PATH (this Python need not import it: the launch runs the executable)."""
     if libreyolo_executable() is None:
-        return f"the demo trains with libreyolo, which is not installed: {INSTALL_HINT}"
+        return f"the demo trains with libreyolo: {libreyolo_missing()}"
     return None
 
 

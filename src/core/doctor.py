@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from dataclasses import asdict, dataclass
 
-from .launch_spec import INSTALL_HINT, libreyolo_executable
+from .launch_spec import libreyolo_executable, libreyolo_missing
 
 DOCTOR_TIMEOUT_S = 900.0
 PATHS_SHOWN = 3
@@ -65,7 +64,7 @@ def run_doctor(
     """`libreyolo doctor DATA`, parsed. Never raises; problems running it are errors."""
     exe = executable or libreyolo_executable()
     if exe is None:
-        return _doctor_failed(f"libreyolo is not installed for {sys.executable}: {INSTALL_HINT}")
+        return _doctor_failed(libreyolo_missing())
     argv = doctor_argv(data, imgsz, fast, exe)
     try:
         proc = subprocess.run(

@@ -26,7 +26,7 @@ import json
 import os
 from collections.abc import Mapping
 
-from .private import PRIVATE_FILE_MODE, private_dir
+from .private import PRIVATE_FILE_MODE, private_parent
 from .safeio import NotRegularFile, read_regular
 from .values import parse_json
 
@@ -74,19 +74,9 @@ def load_state(path: str) -> tuple[dict | None, str | None]:
     return doc, None
 
 
-def _private_folder(path: str) -> None:
-    """The folder of `path`, every missing component (~/.local/state too) made 0700, as
-    the XDG spec asks; folders that exist are left as they are."""
-    folder = os.path.dirname(os.path.abspath(path))
-    top = folder
-    while not os.path.lexists(top) and os.path.dirname(top) != top:
-        top = os.path.dirname(top)
-    private_dir(folder, top)
-
-
 def save_state(path: str, state: dict) -> None:
     """Atomically replace `path` with `state` as JSON (0600; folders it makes 0700)."""
-    _private_folder(path)
+    private_parent(path)
     data = json.dumps(state, sort_keys=True, allow_nan=False).encode("utf-8")
     tmp = f"{path}.{os.getpid()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -123,7 +113,7 @@ class WatchLock:
 
     def acquire(self) -> str | None:
         """None when held; else one line saying who holds it."""
-        _private_folder(self.path)
+        private_parent(self.path)
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
         fd = os.open(self.path, flags, PRIVATE_FILE_MODE)
         try:

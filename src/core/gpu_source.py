@@ -30,6 +30,10 @@ class GpuSourceChoice:
     def nvml(self) -> bool:
         return self.fake_gpus is None and self.replay is None
 
+    def collector_args(self) -> dict:
+        """This source as the keyword arguments of core.collect.Collector (and the app's)."""
+        return {"fake_gpus": self.fake_gpus, "fake_lose": self.fake_lose, "gpu_replay": self.replay}
+
 
 def choose_gpu_source(
     fake_flag: str | int | None,

@@ -35,13 +35,13 @@ import psutil
 from . import launch_spec
 from .launch_records import LaunchRecord, launches_path, rgpu_dir
 from .launch_spec import (
-    INSTALL_HINT,
     LaunchError,
     LaunchSpec,
     build_argv,
     check_spec,
     display_command,
     hf_status,
+    libreyolo_missing,
 )
 from .private import private_dir
 from .records import append_json_line
@@ -147,7 +147,7 @@ def launch(
     check_spec(spec, env)
     exe = executable or launch_spec.libreyolo_executable()  # looked up now: tests replace it
     if exe is None:
-        raise LaunchError(f"libreyolo is not installed for {sys.executable}: {INSTALL_HINT}")
+        raise LaunchError(libreyolo_missing())
     return start_recorded(build_argv(spec, exe), spec.project, spec.name, env=env, now=now)
 
 

@@ -90,24 +90,29 @@ def make_spec(
     device: str | None = None,
     name: str | None = None,
     extra: str | Sequence[str] | None = None,
+    check_files: bool = True,
 ) -> LaunchSpec:
     """A checked LaunchSpec; raises LaunchError with one line saying what is wrong.
 
     Unset values take their defaults: model from settings.model, epochs 100,
     batch -1, imgsz 640, device from gpu_count, name "exp".
+    check_files=False checks everything but the filesystem (data.yaml is a file, the
+    project is not one): no stat, open or lookup on PATH, so a screen can check each
+    keystroke on its own thread and leave the filesystem to a worker (a slow NFS path
+    would freeze it).
     """
     data = (data or "").strip()
     if not data:
         raise LaunchError("data: give the path of the dataset's data.yaml")
     data = os.path.abspath(os.path.expanduser(data))
-    if not os.path.isfile(data):
+    if check_files and not os.path.isfile(data):
         what = "is a directory, not a data.yaml" if os.path.isdir(data) else "does not exist"
         raise LaunchError(f"data: {data} {what}")
     project = (project or "").strip()
     if not project:
         raise LaunchError("project: give the runs root")
     project = os.path.abspath(os.path.expanduser(project))
-    if os.path.exists(project) and not os.path.isdir(project):
+    if check_files and os.path.exists(project) and not os.path.isdir(project):
         raise LaunchError(f"project: {project} is not a directory")
     default_model = getattr(settings, "model", None) or LaunchSpec.model
     model = (model or "").strip() if model is not None else default_model
@@ -176,7 +181,9 @@ def check_spec(spec: LaunchSpec, environ: Mapping[str, str] | None = None) -> No
             raise LaunchError(f"extra arguments: {key} is given twice")
         seen.add(key)
     token = (os.environ if environ is None else environ).get("HF_TOKEN") or ""
-    if len(token) >= 8 and any(token in item for item in build_argv(spec)):
+    # the arguments only: which libreyolo runs them is not the user's text (and looking it
+    # up would touch the filesystem)
+    if len(token) >= 8 and any(token in item for item in build_argv(spec, "libreyolo")[1:]):
         raise LaunchError(
             "the HF token must not be on the command line (everyone on the machine can read "
             "it there); the run gets it from the environment"
@@ -189,6 +196,17 @@ def libreyolo_executable() -> str | None:
     if os.path.isfile(beside) and os.access(beside, os.X_OK):
         return beside
     return shutil.which("libreyolo")
+
+
+def libreyolo_missing() -> str:
+    """What to say when libreyolo_executable() finds none: where it looked, what to do.
+    rgpu-tui installed apart (pipx, uv tool) has no libreyolo beside its Python, and need
+    not: the training environment's is found on PATH."""
+    return (
+        f"no `libreyolo` in {os.path.dirname(sys.executable)} (beside rgpu-tui's Python) or "
+        f"on PATH: install it in the training environment ({INSTALL_HINT} or pip install "
+        "libreyolo) and activate that environment, or put its bin/ folder on PATH"
+    )
 
 
 def build_argv(spec: LaunchSpec, executable: str | None = None) -> list[str]:

@@ -42,3 +42,14 @@ def private_dir(path: str, top: str) -> str:
             continue
         os.chmod(current, PRIVATE_DIR_MODE)  # the umask may have taken bits off
     return path
+
+
+def private_parent(path: str) -> str:
+    """The folder of the file `path`, every missing component made 0700 (from the nearest
+    one that exists: ~/.local/state too, as the XDG spec asks); folders that exist are left
+    as they are. Returns the folder; raises OSError."""
+    folder = os.path.dirname(os.path.abspath(path))
+    top = folder
+    while not os.path.lexists(top) and os.path.dirname(top) != top:
+        top = os.path.dirname(top)
+    return private_dir(folder, top)

@@ -171,14 +171,12 @@ class _ProgressReader(io.BufferedReader):
         self.report: Callable[[int, int], None] | None = None
 
     def read(self, size=-1):
-        data = super().read(size)
-        report = self.report
-        if report is not None:
-            report(self.tell(), self.total)
-        return data
+        return self._reported(super().read(size))
 
     def read1(self, size=-1):
-        data = super().read1(size)
+        return self._reported(super().read1(size))
+
+    def _reported(self, data: bytes) -> bytes:
         report = self.report
         if report is not None:
             report(self.tell(), self.total)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -292,7 +291,7 @@ def plan_resume(
 
     exe = executable or _spec.libreyolo_executable()
     if exe is None:
-        raise ResumeError(f"libreyolo is not installed for {sys.executable}: {_spec.INSTALL_HINT}")
+        raise ResumeError(_spec.libreyolo_missing())
     argv = [exe, "train", f"model={checkpoint}", "resume=True", f"data={data}"]
     if device is not None:
         argv.append(f"device={device}")

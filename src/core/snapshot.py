@@ -18,25 +18,27 @@ SERIES_LEN = 120
 
 @dataclass(frozen=True)
 class RunInfo:
-    """One run, as the runs list and the run header show it."""
+    """One run, as the runs list and the run header show it. What is not known is None:
+    a run nothing could be read of, or a launch without its status.json yet, gives only
+    what it has."""
 
     run_dir: str
     name: str
     state: str  # running, completed, failed, dead, stalled, unknown
-    status_state: str | None  # what status.json itself says
-    pid: int | None
-    pid_alive: bool | None
-    current_epoch: int | None
-    total_epochs: int | None
-    progress: float | None
-    eta_seconds: float | None
-    elapsed_seconds: float | None
-    mean_epoch_seconds: float | None
-    best_metric: float | None
-    best_metric_name: str | None
-    best_epoch: int | None
-    updated_at: str | None
-    error: str | None  # failed: "Type: message"; dead: why
+    status_state: str | None = None  # what status.json itself says
+    pid: int | None = None
+    pid_alive: bool | None = None
+    current_epoch: int | None = None
+    total_epochs: int | None = None
+    progress: float | None = None
+    eta_seconds: float | None = None
+    elapsed_seconds: float | None = None
+    mean_epoch_seconds: float | None = None
+    best_metric: float | None = None
+    best_metric_name: str | None = None
+    best_epoch: int | None = None
+    updated_at: str | None = None
+    error: str | None = None  # failed: "Type: message"; dead: why
     model: str | None = None
     problem: str | None = None  # e.g. "status.json unreadable: permission denied"
     activity: float = 0.0  # newest mtime of its files (sort key)

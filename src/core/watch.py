@@ -58,27 +58,7 @@ def broken_run(run_dir: str, name: str, problem: str) -> RunInfo:
         activity = os.stat(run_dir).st_mtime
     except OSError:
         activity = 0.0
-    return RunInfo(
-        run_dir=run_dir,
-        name=name,
-        state="unknown",
-        status_state=None,
-        pid=None,
-        pid_alive=None,
-        current_epoch=None,
-        total_epochs=None,
-        progress=None,
-        eta_seconds=None,
-        elapsed_seconds=None,
-        mean_epoch_seconds=None,
-        best_metric=None,
-        best_metric_name=None,
-        best_epoch=None,
-        updated_at=None,
-        error=None,
-        problem=problem,
-        activity=activity,
-    )
+    return RunInfo(run_dir=run_dir, name=name, state="unknown", problem=problem, activity=activity)
 
 
 class RunWatcher:
@@ -532,19 +512,9 @@ class RunsWatcher:
             run_dir=pseudo,
             name=f"{record.name} (launch)",
             state="starting" if state.state == "starting" else "failed",
-            status_state=None,
             pid=record.pid,
             pid_alive=state.state == "starting",
-            current_epoch=None,
-            total_epochs=None,
-            progress=None,
-            eta_seconds=None,
             elapsed_seconds=state.elapsed,
-            mean_epoch_seconds=None,
-            best_metric=None,
-            best_metric_name=None,
-            best_epoch=None,
-            updated_at=None,
             error=state.error,
             problem="launched; waiting for status.json (console log below)"
             if state.state == "starting"

@@ -56,8 +56,18 @@ def one_line_exit_2(argv: list[str], capsys) -> str:
         (["push", "RUN", "--timeout"], "a number of seconds from 1 to 3600", [TINY, "0"]),
         (["preflight", "--timeout"], "a number of seconds from 5 to 3600", [TINY, "0", "4"]),
         (["launch", "--wait"], "a number of seconds from 0 to 3600", ["3601"]),
+        (["pull", "a/b", "exp1", "--timeout"], "a number of seconds from 1 to 3600", [TINY, "0"]),
+        (["resume", "RUN", "--wait"], "a number of seconds from 0 to 3600", ["3601"]),
     ],
-    ids=["app-interval", "push-settle", "push-timeout", "preflight-timeout", "launch-wait"],
+    ids=[
+        "app-interval",
+        "push-settle",
+        "push-timeout",
+        "preflight-timeout",
+        "launch-wait",
+        "pull-timeout",
+        "resume-wait",
+    ],
 )
 def test_bad_seconds_exit_2_in_one_line(argv, expected, bad, capsys) -> None:
     *command, flag = argv

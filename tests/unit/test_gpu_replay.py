@@ -288,7 +288,7 @@ def test_snapshot_replay_from_flag_and_environment(root, recording, capsys, monk
     assert rc == 0 and "replay" in out and "driver 1.2" in out
 
 
-@pytest.mark.parametrize("command", [["snapshot"], [], ["demo", "--no-app"]])
+@pytest.mark.parametrize("command", [["snapshot"], [], ["demo", "--no-app"], ["watch"], ["agent"]])
 def test_malformed_recording_exits_2_with_one_line(tmp_path, root, capsys, monkeypatch, command):
     bad = _write(tmp_path / "bad.jsonl", [{"t": 0, "devices": []}, "{oops"])
     argv = [*command, "--gpu-replay", str(bad)]

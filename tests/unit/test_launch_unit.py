@@ -236,6 +236,30 @@ def test_the_hf_token_never_goes_on_the_command_line(
         make_spec(str(data_yaml), str(tmp_path), extra="hub_token=hf_secretsecret123")
 
 
+def test_make_spec_without_the_files_touches_none(tmp_path: Path, monkeypatch) -> None:
+    """check_files=False (the launch form's keystroke check) stats nothing, the HF token
+    check included (it once looked the libreyolo executable up on PATH), and still refuses
+    what is wrong with the text; with the files checked, the same values are refused."""
+    monkeypatch.setenv("HF_TOKEN", "hf_secretsecret123")
+    project = tmp_path / "a-file"
+    project.write_text("")
+    args = {"data": str(tmp_path / "no" / "data.yaml"), "project": str(project)}
+    with pytest.raises(LaunchError, match="does not exist"):
+        make_spec(**args)
+
+    def no_filesystem(*args, **kwargs):
+        raise AssertionError(f"touched the filesystem: {args}")
+
+    for name in ("stat", "lstat", "access", "listdir", "scandir"):
+        monkeypatch.setattr(os, name, no_filesystem)
+    spec = make_spec(**args, check_files=False)
+    assert (spec.data, spec.project) == (args["data"], args["project"])
+    with pytest.raises(LaunchError, match="HF token must not be on the command line"):
+        make_spec(**args, extra="hub_token=hf_secretsecret123", check_files=False)
+    with pytest.raises(LaunchError, match="epochs: must be a whole number"):
+        make_spec(**args, epochs="many", check_files=False)
+
+
 def test_hf_status_reports_a_bool_and_the_cache() -> None:
     st = hf_status({"HF_TOKEN": "hf_x", "HF_HOME": "/big/hf"})
     assert (st.token_set, st.home, st.home_from_env) == (True, "/big/hf", True)

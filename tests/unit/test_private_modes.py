@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 from e2e.test_hub_push import make_run
 
+from rgpu_tui.core.autostop_files import AutostopFiles, Hold
+from rgpu_tui.core.event_state import save_state
 from rgpu_tui.core.launch import launch
 from rgpu_tui.core.launch_records import launches_path, read_launches
 from rgpu_tui.core.launch_spec import LaunchSpec
-from rgpu_tui.core.private import private_dir
+from rgpu_tui.core.private import private_dir, private_parent
 from rgpu_tui.core.push import append_push_record
 from rgpu_tui.core.push_records import pushes_path
 from rgpu_tui.core.staging import stage
@@ -98,6 +100,41 @@ def test_private_dir_leaves_existing_folders_and_refuses_a_symlink(tmp_path: Pat
     with pytest.raises(OSError, match="is a symlink"):
         private_dir(str(run / ".rgpu" / "staging"), str(run))
     assert not (tmp_path / "elsewhere" / "staging").exists()
+
+
+def test_private_parent_makes_the_missing_folders_private(tmp_path: Path, umask) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    state = home / ".local" / "state" / "rgpu-tui"
+    assert private_parent(str(state / "watch.json")) == str(state)
+    assert mode(home) == 0o755  # it existed: left as it is
+    for folder in (home / ".local", home / ".local" / "state", state):
+        assert mode(folder) == 0o700, folder
+    assert private_parent(str(state / "other.json")) == str(state)  # there already: fine
+    # a folder that exists is the user's, a symlink too (dotfiles): used as it is
+    (tmp_path / "elsewhere").mkdir(mode=0o755)
+    (home / "linked").symlink_to(tmp_path / "elsewhere")
+    private_parent(str(home / "linked" / "rgpu-tui" / "x.json"))
+    assert mode(tmp_path / "elsewhere") == 0o755
+    assert mode(tmp_path / "elsewhere" / "rgpu-tui") == 0o700
+
+
+def test_the_state_and_the_autostop_hold_make_their_folders_private(tmp_path: Path, umask) -> None:
+    """save_state and the app's autostop hold (Hold.take) make the XDG state folders the
+    same way (core.private.private_parent)."""
+    env = {"XDG_STATE_HOME": str(tmp_path / "a" / "state")}
+    files = AutostopFiles.for_root(str(tmp_path / "runs"), env)
+    hold = Hold(files.hold)
+    hold.take()
+    try:
+        assert mode(files.hold) == 0o600
+    finally:
+        hold.release()
+    for folder in (tmp_path / "a", tmp_path / "a" / "state", Path(files.hold).parent):
+        assert mode(folder) == 0o700, folder
+    plan = tmp_path / "b" / "state" / "plan.json"
+    save_state(str(plan), {"x": 1})
+    assert (mode(tmp_path / "b"), mode(plan.parent), mode(plan)) == (0o700, 0o700, 0o600)
 
 
 def test_a_symlink_planted_where_a_record_goes_is_never_written_through(tmp_path: Path) -> None:

@@ -149,6 +149,47 @@ def test_without_libreyolo_anywhere_preflight_says_so_for_its_own_python(apart, 
     assert report["verdict"].startswith(f"torch is not installed for {apart}: ")
 
 
+def _no_libreyolo(apart: Path) -> str:
+    """What every command says without a libreyolo (where it looked, what to do)."""
+    return (
+        f"no `libreyolo` in {apart.parent} (beside rgpu-tui's Python) or on PATH: install it "
+        "in the training environment (pip install 'rgpu-tui[train]' or pip install libreyolo) "
+        "and activate that environment, or put its bin/ folder on PATH"
+    )
+
+
+def test_without_libreyolo_anywhere_launch_demo_and_resume_say_where_they_looked(
+    apart, tmp_path
+) -> None:
+    """Before, they said "libreyolo is not installed for <rgpu-tui's Python>" (true, and
+    beside the point when rgpu-tui has a venv of its own), and `launch` blamed the dataset."""
+    env = clean_env(tmp_path, PATH=str(tmp_path / "empty"))
+    wanted = _no_libreyolo(apart)
+    data = tmp_path / "data.yaml"
+    data.write_text("train: images/train\nval: images/val\nnames: [a]\n")
+    runs = tmp_path / "runs"
+    for extra in ((), ("--no-doctor",)):
+        proc = _rgpu(apart, env, "launch", "--project", str(runs), *extra, "--", f"data={data}")
+        assert proc.returncode == 1
+        assert proc.stderr.splitlines()[-1] == f"rgpu-tui: {wanted}", proc.stderr
+        assert "dataset has errors" not in proc.stderr
+        assert not (runs / ".rgpu" / "launches.jsonl").exists()
+
+    proc = _rgpu(apart, env, "demo", "--no-app", "--dir", str(tmp_path / "demo"))
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == f"rgpu-tui: the demo trains with libreyolo: {wanted}"
+
+    run = runs / "r"
+    (run / "weights").mkdir(parents=True)
+    (run / "weights" / "last.pt").write_bytes(b"PK\x03\x04 a checkpoint")
+    (run / "train_config.yaml").write_text(f"data: {json.dumps(str(data))}\ndevice: cpu\n")
+    status = {"state": "failed", "pid": 1, "save_dir": str(run), "error": "CUDA OOM"}
+    (run / "status.json").write_text(json.dumps(status))
+    proc = _rgpu(apart, env, "resume", str(run))
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == f"rgpu-tui: not resumed: {wanted}", proc.stderr
+
+
 def test_demo_trains_with_the_libreyolo_on_path(apart, training, tmp_path) -> None:
     """The demo's dataset needs no PIL, its check no libreyolo module, and its doctor and
     training run with the training venv's Python (the fake reports which one)."""

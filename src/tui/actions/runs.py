@@ -38,15 +38,8 @@ class RunActions:
         defaults = launch_defaults(self.settings, root, gpu_count)
 
         def launched(record: LaunchRecord | None) -> None:
-            if record is None:
-                return
-            self._follow_pid = record.pid
-            self.notify(
-                f"Started {record.name} (pid {record.pid}); console log {record.console_log}",
-                title="launched",
-                timeout=10,
-            )
-            self.request_refresh()
+            if record is not None:
+                self._follow(record, f"Started {record.name}", "launched")
 
         self.push_screen(LaunchScreen(defaults, self.settings, gpu_count), launched)
 
@@ -181,10 +174,14 @@ class RunActions:
         self._from_thread(self._resumed, plan, record)
 
     def _resumed(self, plan: ResumePlan, record: LaunchRecord) -> None:
+        self._follow(record, f"Resumed {plan.name}", "resumed")
+
+    def _follow(self, record: LaunchRecord, what: str, title: str) -> None:
+        """A run just started (launched or resumed): say so, and select it once it shows."""
         self._follow_pid = record.pid
         self.notify(
-            f"Resumed {plan.name} (pid {record.pid}); console log {record.console_log}",
-            title="resumed",
+            f"{what} (pid {record.pid}); console log {record.console_log}",
+            title=title,
             timeout=10,
         )
         self.request_refresh()

@@ -19,6 +19,7 @@ HELP = """\
   s          stop the selected run (SIGINT, then SIGTERM, SIGKILL)
   r          resume a DEAD or FAILED run from its last.pt
   g          GPU check: torch, CUDA and one matmul per GPU
+  a          autostop: cancel it for this session / turn it back on
   tab        move focus between panes
   ?          this help (esc closes)
   q          quit (runs keep training)

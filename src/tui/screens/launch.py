@@ -13,11 +13,21 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Static
+from textual.worker import get_current_worker
 
+from ...core import launch_spec
 from ...core.doctor import run_doctor
 from ...core.launch import launch
 from ...core.launch_records import LaunchRecord
-from ...core.launch_spec import LaunchError, build_argv, display_command, hf_status, make_spec
+from ...core.launch_spec import (
+    LaunchError,
+    LaunchSpec,
+    build_argv,
+    display_command,
+    hf_status,
+    libreyolo_missing,
+    make_spec,
+)
 from ...core.text import printable
 
 FIELDS = (
@@ -59,6 +69,8 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
         self._gpu_count = gpu_count
         self._busy = False
         self._confirm_warnings = False
+        self._checking = False  # a filesystem check in flight (_check)
+        self._status_of_check = False  # #status waits for the check of what is typed
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
@@ -87,32 +99,74 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
     def _values(self) -> dict[str, str]:
         return {key: self.query_one(f"#f-{key}", Input).value for key, _ in FIELDS}
 
-    def _spec(self):
-        v = self._values()
+    def _spec(self, values: dict[str, str], *, check_files: bool) -> LaunchSpec:
+        """make_spec on the form's values; check_files=False touches no file (the UI
+        thread's check), True is the whole check (a worker's)."""
         return make_spec(
-            v["data"],
-            v["project"],
+            values["data"],
+            values["project"],
             settings=self._settings,
             gpu_count=self._gpu_count,
-            model=v["model"],
-            epochs=v["epochs"],
-            batch=v["batch"],
-            imgsz=v["imgsz"],
-            device=v["device"],
-            name=v["name"],
-            extra=v["extra"],
+            model=values["model"],
+            epochs=values["epochs"],
+            batch=values["batch"],
+            imgsz=values["imgsz"],
+            device=values["device"],
+            name=values["name"],
+            extra=values["extra"],
+            check_files=check_files,
         )
 
     def _update_command(self) -> None:
+        """Each keystroke: the command and what is wrong with what was typed, at once; what
+        the filesystem says (data.yaml missing, project a file) comes from a worker."""
         command = self.query_one("#command", Static)
+        problem = None
         try:
-            spec = self._spec()
-            argv = build_argv(spec, "libreyolo")
-            command.update(Text(printable("$ " + display_command(argv)), style="bold"))
-            self._say("")
+            spec = self._spec(self._values(), check_files=False)
         except LaunchError as exc:
             command.update(Text("$ …", style="dim"))
-            self._say(str(exc), "yellow")
+            problem = str(exc)
+        else:
+            argv = build_argv(spec, "libreyolo")
+            command.update(Text(printable("$ " + display_command(argv)), style="bold"))
+        if not self._busy:  # else the launch under way says how it goes
+            if problem:
+                self._say(problem, "yellow")
+            else:
+                self._say("checking…", "dim")
+            self._status_of_check = True
+        self._check_files()
+
+    def _check_files(self) -> None:
+        """One check in flight at most: a stalled filesystem holds one thread, not one a
+        keystroke; a check that answers for values typed over starts the next one."""
+        if self._checking:
+            return
+        self._checking = True
+        self._check(self._values())
+
+    @work(thread=True, exclusive=True, group="launch-check")
+    def _check(self, values: dict[str, str]) -> None:
+        try:
+            self._spec(values, check_files=True)
+            problem = None
+        except LaunchError as exc:
+            problem = str(exc)
+        if get_current_worker().is_cancelled:  # the form closed
+            return
+        self.app.call_from_thread(self._checked, values, problem)
+
+    def _checked(self, values: dict[str, str], problem: str | None) -> None:
+        self._checking = False
+        if not self.is_attached:
+            return
+        if values != self._values():  # typed over while it looked: look again
+            self._check_files()
+            return
+        if self._status_of_check:  # not since taken over by a launch
+            self._status_of_check = False
+            self._say(problem or "", "yellow")
 
     def _say(self, message: str, style: str = "") -> None:
         """Errors name paths and quote `libreyolo doctor` (the dataset's files): printable."""
@@ -124,22 +178,34 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
             self.dismiss(None)
 
     def action_launch(self) -> None:
+        """ctrl+l: what was typed is checked again in the launch's worker, filesystem and
+        all (the file may have gone since the last look), then the doctor, then the run."""
         if self._busy:
             return
+        values = self._values()
+        self._status_of_check = False  # the launch's answer is the one to show
         try:
-            spec = self._spec()
+            self._spec(values, check_files=False)
         except LaunchError as exc:
             self._say(str(exc), "bold red")
             return
         self._busy = True
         self._say("checking the dataset (libreyolo doctor)…" if self._doctor() else "launching…")
-        self._run(spec, self._doctor(), self._confirm_warnings)
+        self._run(values, self._doctor(), self._confirm_warnings)
 
     def _doctor(self) -> bool:
         return self.query_one("#doctor", Checkbox).value
 
     @work(thread=True, exclusive=True, group="launch")
-    def _run(self, spec, doctor: bool, warnings_confirmed: bool) -> None:
+    def _run(self, values: dict[str, str], doctor: bool, warnings_confirmed: bool) -> None:
+        try:
+            spec = self._spec(values, check_files=True)
+        except LaunchError as exc:
+            self.app.call_from_thread(self._blocked, str(exc))
+            return
+        if launch_spec.libreyolo_executable() is None:  # before the doctor: not the dataset's
+            self.app.call_from_thread(self._blocked, libreyolo_missing())
+            return
         if doctor:
             report = run_doctor(spec.data, spec.imgsz)
             if not report.ok:
