@@ -31,6 +31,7 @@ from e2e.test_fleet_ssh import (  # noqa: F401  (fleet_env is a fixture)
     Machine,
     _iso,
     checkpoint_bytes,
+    fleet_cli,
     fleet_env,
     write_status,
 )
@@ -73,7 +74,8 @@ def test_the_table_a_hosts_full_view_and_q(tmp_path: Path, fleet_env) -> None:  
         start_fleet(term, tmp_path, keys, hosts)
         screen = term.wait_for(row_says("h1", "yes", "1 RUN"), "h1 reachable", UI_TIMEOUT)
         screen = term.wait_for(row_says("h2", "yes", "1 DEAD", "1 DONE"), "h2", UI_TIMEOUT)
-        screen = term.wait_for(row_says("h3", "no", "Connection refused"), "h3", UI_TIMEOUT)
+        screen = term.wait_for(row_says("h3", "no", "ssh: connect to host"), "h3", UI_TIMEOUT)
+        assert "Connection refused" in " ".join(screen.split())  # whole, wrapped under itself
         assert "3 machines (2 reachable)  2 GPUs" in screen
         term.send("j", "Enter")  # h2
         screen = term.wait_for(
@@ -152,3 +154,14 @@ def test_p_in_a_hosts_full_view_pushes_from_that_machine(
     finally:
         machine.server.stop()
         hub.stop()
+
+
+def test_once_prints_the_table_for_scripts(tmp_path: Path, fleet_env) -> None:  # noqa: F811
+    keys, machines, _trainer = fleet_env
+    env = clean_env(tmp_path / "local")
+    hosts = [f"{name}:{m.root}" for name, m in machines.items()]
+    proc = fleet_cli(keys, env, *hosts, "--once", "--connect-timeout", "20")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["host", "reachable", "GPUs", "runs", "$/h"]
+    assert "1 dead, 1 completed" in lines[2]

@@ -460,3 +460,22 @@ async def test_the_table_fits_the_width(runs_root, machines, width):
             assert head[4:] == ["best", "ETA", "$/h", "spent", "idle"]
         for line in table_text(app).splitlines()[:3]:
             assert len(line) <= width - 2
+
+
+async def test_a_line_longer_than_the_width_is_cut_not_dropped(runs_root, machines):
+    """The host bar names the host's root: a long one ends in "…" at the edge."""
+    root = "/data/" + "very-long-folder-name/" * 8 + "runs"
+    app = FleetApp(lambda on_change: FakeFleet(on_change, {"h1": root}), clock=runs_root.clock)
+    async with app.run_test(size=(80, 24)) as pilot:
+        doc = record(machines["h2"][0], runs_root.now, fake_gpus=1)
+        app.fleet["h1"].update(reachable=True, snapshot=doc, connects=1, version="0.1.0")
+        await wait_for(pilot, lambda: "yes" in table_text(app))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await pilot.pause()
+        bar = app.screen.host_bar
+        painted = "".join(seg.text for seg in bar.render_line(0))
+        assert painted.startswith("h1  reachable  rgpu-tui 0.1.0  /data/very-long-folder")
+        assert painted.endswith("…")
+        strip = "".join(seg.text for seg in app.screen.cost_strip.render_line(0))
+        assert strip.startswith("No price set for h1: price_per_hour = 3.48 in its [[hosts]]")

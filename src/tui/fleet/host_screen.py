@@ -44,7 +44,10 @@ class HostBar(LinePane):
     """Which host this is, and whether what the panes show is live."""
 
     DEFAULT_CSS = """
-    HostBar { height: 1; padding: 0 1; background: $primary-background; }
+    HostBar {
+        height: 1; padding: 0 1; background: $primary-background;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
     """
 
     def __init__(self, host: str, clock, **kwargs) -> None:
@@ -82,9 +85,23 @@ class HostBar(LinePane):
 
 class HostCostStrip(CostStrip):
     """The local cost strip, less its pointer to `c` (the cost details are computed
-    with the machine's own settings: `rgpu-tui cost` there)."""
+    with the machine's own settings: `rgpu-tui cost` there); with no price, where a
+    fleet sets one."""
+
+    def __init__(self, host: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.host = host
 
     def build_rows(self, width: int) -> list[Text]:
+        cost = self._cost
+        if cost is not None and not cost.configured:
+            return [
+                Text(
+                    f"No price set for {self.host}: price_per_hour = 3.48 in its [[hosts]] "
+                    "table, or in that machine's config.",
+                    style="italic",
+                )
+            ]
         rows = super().build_rows(width)
         for row in rows:
             if row.plain.endswith(COST_HINT):
@@ -118,7 +135,7 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self.host_bar = HostBar(self.host, self.clock, id="host-bar")
         self.idle_banner = IdleBanner(id="idle")
         self.gpu_pane = GpuPane(id="gpus")
-        self.cost_strip = HostCostStrip(id="cost")
+        self.cost_strip = HostCostStrip(self.host, id="cost")
         self.push_bar = PushBar(id="push")
         self.runs_list = RunsList(id="runs")
         self.runs_list.border_title = "runs"

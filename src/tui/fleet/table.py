@@ -143,7 +143,7 @@ class HostsTable(LinePane):
         Binding("enter", "open", "Open host"),
     ]
     DEFAULT_CSS = """
-    HostsTable { height: auto; padding: 0 1; }
+    HostsTable { height: auto; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     class Opened(Message):
