@@ -171,7 +171,8 @@ class FleetApp(FleetCommands, App[int]):
     def on_host_changed(self, message: HostChanged) -> None:
         view = message.view
         self.views[view.name] = view
-        self._show_table()
+        if self.host_screen is None:  # a widget of a screen underneath, refreshed, repaints
+            self._show_table()  # the whole screen on top (measured): it waits for `esc`
         screen = self.host_screen
         if screen is not None and screen.host == view.name and screen.is_mounted:
             screen.show_host(view)
@@ -186,8 +187,9 @@ class FleetApp(FleetCommands, App[int]):
         self.table.show(hosts)
 
     def _tick(self) -> None:
-        self.table.tick()
-        if self.host_screen is not None and self.host_screen.is_mounted:
+        if self.host_screen is None:
+            self.table.tick()
+        elif self.host_screen.is_mounted:
             self.host_screen.tick()
 
     # -- keys ------------------------------------------------------------------------
@@ -205,6 +207,7 @@ class FleetApp(FleetCommands, App[int]):
         def closed(_result=None) -> None:
             if self.host_screen is screen:
                 self.host_screen = None
+                self._show_table()  # what changed while the host's view was open
 
         self.push_screen(screen, closed)
 
