@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from textual.widgets import OptionList
 
 from rgpu_tui.core.collect import Collector
 from rgpu_tui.core.config import Settings
@@ -28,7 +29,7 @@ from rgpu_tui.core.resume import ResumePlan
 from rgpu_tui.core.snapshot_json import snapshot_to_json
 from rgpu_tui.tui.fleet.app import FleetApp
 from rgpu_tui.tui.fleet.host_screen import HostScreen
-from rgpu_tui.tui.screens.dialogs import ConfirmScreen, ReportScreen
+from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
 
 from .conftest import iso
 from .helpers import make_app, rendered, wait_for
@@ -360,6 +361,12 @@ async def test_p_pushes_through_the_agent_with_the_same_dialog(runs_root, machin
         await wait_for(pilot, lambda: any("Pushed best.pt of live_exp on h1" in n
                                           for n in notices(app)))  # fmt: skip
         assert any("http://hub/alice/exp/commit/1" in n for n in notices(app))
+        await pilot.press("P")  # the checkpoints the agent listed, nothing else
+        await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
+        options = app.screen.query_one(OptionList)
+        assert [options.get_option_at_index(i).id for i in range(options.option_count)] == [
+            "best.pt"
+        ]
 
 
 async def test_s_stops_through_the_agent_and_reports_its_phases(runs_root, machines):

@@ -26,6 +26,7 @@ from ...core.push import PushRequest
 from ...core.snapshot import RunInfo, SelectedRun, Snapshot
 from ...core.text import printable
 from ..actions.push import PushActions
+from ..screens.dialogs import PickScreen
 from ..widgets.cost import CostStrip, IdleBanner
 from ..widgets.gpus import GpuPane
 from ..widgets.lines import LinePane
@@ -268,6 +269,24 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
     def push_screen(self, screen, callback=None) -> None:
         """What the push dialogs (actions.push) call on the app."""
         self.app.push_screen(screen, callback)
+
+    def action_push_pick(self) -> None:
+        """`P`: one of the run's checkpoints, as the agent listed them (the artifacts'
+        own target is not in the snapshot: `rgpu-tui push RUN --file artifacts` there)."""
+        sel = self._selected_run()
+        if sel is None:
+            return
+        choices = [(c.name, c.name) for c in sel.checkpoints]
+        if not choices:
+            name = os.path.basename(sel.run_dir)
+            self.notify(f"{name} has no checkpoint in weights/ on {self.host}.", severity="warning")
+            return
+
+        def picked(file: str | None) -> None:
+            if file:
+                self._confirm_push(sel, file)
+
+        self.push_screen(PickScreen("push which file?", choices), picked)
 
     def _selected_run(self) -> SelectedRun | None:
         """`p` and `P` push the wanted run's files, as the agent last listed them."""
