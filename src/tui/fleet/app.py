@@ -166,7 +166,15 @@ class FleetApp(FleetCommands, App[int]):
                     snap = cached[1]  # keep the last good one on screen
             with self._converting:
                 self._converted[link.name] = (doc, snap, error)
-        self.post_message(HostChanged(HostView(state, snap, error)))
+        self.post_from_thread(HostChanged(HostView(state, snap, error)))
+
+    def post_from_thread(self, message) -> None:
+        """post_message from a link's thread: quiet when the app has ended (a link that
+        drops while the fleet closes fails its pending commands then)."""
+        try:
+            self.post_message(message)
+        except RuntimeError:  # the event loop is closed
+            pass
 
     def on_host_changed(self, message: HostChanged) -> None:
         view = message.view

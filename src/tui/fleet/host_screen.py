@@ -237,8 +237,8 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
 
     def _select(self, state) -> None:
         """Ask the agent for the wanted run's details, once per connection and run."""
-        if not state.reachable:
-            return
+        if not state.reachable or (self._sent is None and self.wanted is None):
+            return  # down, or nothing to ask for (the agent starts with no run selected)
         key = (state.connects, self.wanted)
         if key != self._sent:
             self._sent = key

@@ -82,10 +82,10 @@ class FleetCommands:
             return
 
         def progressed(line: dict) -> None:
-            self.post_message(CommandAnswered(host, kind + "-progress", line, context))
+            self.post_from_thread(CommandAnswered(host, kind + "-progress", line, context))
 
         def answered(future) -> None:
-            self.post_message(CommandAnswered(host, kind, future.result(), context))
+            self.post_from_thread(CommandAnswered(host, kind, future.result(), context))
 
         link.send(cmd, progressed).add_done_callback(answered)
 
