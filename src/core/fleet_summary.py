@@ -34,6 +34,7 @@ class HostSummary:
     spent: float | None
     idle: bool  # every GPU under 5% and no running run
     idle_spent: float | None  # what the current idle stretch has cost
+    autostop: object = None  # the host's autostop plan, when its snapshot carries one
 
 
 def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSummary:
@@ -43,7 +44,7 @@ def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSum
     gpus = util = None
     counts: dict[str, int] = {}
     newest = newest_state = best = best_name = eta = None
-    price = spent = idle_spent = None
+    price = spent = idle_spent = autostop = None
     idle = False
     if snap is not None:
         g = snap.gpus
@@ -59,6 +60,9 @@ def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSum
             newest, newest_state = r.name, r.state
             best, best_name = r.best_metric, r.best_metric_name
             eta = r.eta_seconds if r.state in ("running", "stalled") else None
+        # core.snapshot.AutostopPlan (phase, message, fires_at): what the host's watcher
+        # plans, in snapshots of the cores that carry it; never made up here
+        autostop = getattr(snap, "autostop", None)
         c = snap.cost
         if c is not None and c.configured:
             price, spent = c.price_per_hour, c.spent
@@ -82,6 +86,7 @@ def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSum
         spent=spent,
         idle=idle,
         idle_spent=idle_spent,
+        autostop=autostop,
     )
 
 

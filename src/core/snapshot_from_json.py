@@ -5,7 +5,8 @@
 keeps. What the JSON does not keep comes back as follows:
 
 - times written as ISO text (`generated_at`, the cost's `billing_started_at` and
-  `balance_runs_out_at`, the pushes' `last_ok_at`) come back in whole seconds;
+  `balance_runs_out_at`, the pushes' `last_ok_at`: any number field given as text is
+  read as an ISO time) come back in whole seconds;
 - RunInfo: `activity` is 0.0 (the list keeps its order, newest first), `started_at` is
   None, `updated` is status.json's `updated_at` text parsed as the run reader parses it;
 - NaN and infinities were written as null: they come back as None;
@@ -108,6 +109,11 @@ def _check(value, hint):
             raise _Bad
         return value
     if hint is float:  # an int stays an int (the dataclass held one): it formats the same
+        if isinstance(value, str):  # a time: the JSON writes every one as ISO text
+            ts = parse_time(value)
+            if ts is None:
+                raise _Bad
+            return ts
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise _Bad
         if isinstance(value, float) and not math.isfinite(value):
@@ -203,16 +209,11 @@ def system_from_json(obj: dict) -> SystemView:
 
 
 def cost_from_json(obj: dict) -> CostView:
-    return _build(
-        CostView,
-        obj,
-        billing_started_at=_time(obj.get("billing_started_at")),
-        balance_runs_out_at=_time(obj.get("balance_runs_out_at")),
-    )
+    return _build(CostView, obj)  # billing_started_at, balance_runs_out_at: ISO text
 
 
 def pushes_from_json(obj: dict) -> PushInfo:
-    return _build(PushInfo, obj, last_ok_at=_time(obj.get("last_ok_at")))
+    return _build(PushInfo, obj)  # last_ok_at: ISO text
 
 
 def metrics_from_json(obj: dict) -> MetricsView:
@@ -282,6 +283,14 @@ def selected_from_json(obj: dict, pushes: dict | None) -> SelectedRun:
     )
 
 
+_READ_ABOVE = frozenset(
+    {
+        "generated_at", "root", "root_exists", "runs", "selected", "problem", "gpus",
+        "system", "cost", "schema_version", "deep_dirs_skipped",
+    }
+)  # fmt: skip
+
+
 def snapshot_from_json(doc) -> Snapshot:
     """The Snapshot a `snapshot_to_json` document describes (see the module doc for what
     JSON does not keep). Raises SnapshotJsonError, one line, when it is not one."""
@@ -320,7 +329,17 @@ def snapshot_from_json(doc) -> Snapshot:
 
     schema = doc.get("schema_version")
     deep = doc.get("deep_dirs_skipped")
+    # any other part a Snapshot has (the autostop plan of a newer core), by its annotation
+    hints = _hints(Snapshot)
+    more = {}
+    for f in dataclasses.fields(Snapshot):
+        if f.name not in _READ_ABOVE and isinstance(doc.get(f.name), dict):
+            try:
+                more[f.name] = _check(doc[f.name], hints[f.name])
+            except _Bad:
+                continue
     return Snapshot(
+        **more,
         generated_at=generated_at,
         root=root,
         root_exists=doc.get("root_exists") is True,

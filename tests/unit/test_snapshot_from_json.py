@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from tui.conftest import build_runs_root
 
+from rgpu_tui.core import snapshot as snapshot_module
 from rgpu_tui.core.collect import Collector
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.formatting import iso
@@ -266,3 +267,22 @@ def test_huge_ints_and_infinities_are_unknown() -> None:
     assert (run.pid, run.progress, run.eta_seconds, run.elapsed_seconds) == (None,) * 4
     assert run.current_epoch == 3 and run.updated is None
     assert os.path.basename(run.run_dir) == "a"
+
+
+@pytest.mark.skipif(
+    not hasattr(snapshot_module, "AutostopPlan"), reason="no autostop plan in this Snapshot"
+)
+def test_the_autostop_plan_comes_back(tmp_path: Path) -> None:
+    """Any part a Snapshot has is read back by its annotation: the watcher's autostop
+    plan (issue 15), its fires_at in whole seconds."""
+    root = build_runs_root(tmp_path).root
+    collector = Collector(str(root), fake_gpus=1)
+    try:
+        snap = collector.refresh(time.time())
+    finally:
+        collector.close()
+    plan = snapshot_module.AutostopPlan("counting", "all weights on the Hub", 1_800_000_000.5)
+    snap = dataclasses.replace(snap, autostop=plan)
+    back = round_trip(snap)
+    assert back.autostop == dataclasses.replace(plan, fires_at=1_800_000_000.0)
+    assert_same(back, dataclasses.replace(as_json_keeps(snap), autostop=back.autostop))

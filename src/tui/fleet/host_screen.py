@@ -84,6 +84,53 @@ class HostBar(LinePane):
         return [row]
 
 
+class HostAutostopLine(LinePane):
+    """The host's autostop plan (what its `rgpu-tui watch` will do), as the app's own
+    autostop line says it; hidden when the host's snapshot carries none. Cancelling is
+    the machine's: `a` in its app, or `rgpu-tui watch --no-autostop` there."""
+
+    DEFAULT_CSS = """
+    HostAutostopLine {
+        height: 1; padding: 0 1; display: none;
+        background: $warning-darken-2; color: $text;
+        text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    HostAutostopLine.-on { display: block; }
+    """
+
+    def __init__(self, host: str, clock, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.host = host
+        self.clock = clock
+        self.plan = None
+
+    def show(self, plan) -> None:
+        self.plan = plan
+        self.set_class(plan is not None, "-on")
+        self.repaint_rows()
+
+    def tick(self) -> None:
+        if self.plan is not None and self.plan.phase == "counting":
+            self.repaint_rows()
+
+    def build_rows(self, width: int) -> list[Text]:
+        plan = self.plan
+        if plan is None:
+            return [Text()]
+        message = plan.message
+        if plan.phase == "counting":
+            left = plan.fires_at - self.clock() if plan.fires_at is not None else None
+            when = f"in {fmt_duration(left)}" if left is not None else "soon"
+            text = f"autostop {when}: {message}"
+        elif plan.phase in ("held", "checking", "pushing"):
+            text = message if message.startswith("autostop") else f"autostop due: {message}"
+        elif plan.phase == "running":
+            text = f"autostop: {message}"
+        else:  # ran, failed, held_by_app: what the watcher says
+            text = message or f"autostop: {plan.phase}"
+        return [Text(printable(f"{text} (on {self.host})"), no_wrap=True)]
+
+
 class HostCostStrip(CostStrip):
     """The local cost strip, less its pointer to `c` (the cost details are computed
     with the machine's own settings: `rgpu-tui cost` there); with no price, where a
@@ -135,6 +182,7 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
     def compose(self) -> ComposeResult:
         self.host_bar = HostBar(self.host, self.clock, id="host-bar")
         self.idle_banner = IdleBanner(id="idle")
+        self.autostop_line = HostAutostopLine(self.host, self.clock, id="autostop")
         self.gpu_pane = GpuPane(id="gpus")
         self.cost_strip = HostCostStrip(self.host, id="cost")
         self.push_bar = PushBar(id="push")
@@ -146,6 +194,7 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self.log_pane = LogPane(self.log_title, id="log", fast=self.fast_log)
         yield self.host_bar
         yield self.idle_banner
+        yield self.autostop_line
         yield self.gpu_pane
         yield self.cost_strip
         yield self.push_bar
@@ -193,6 +242,8 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self.gpu_pane.show(snap.gpus, snap.system, runs)
         self.cost_strip.show(snap.cost)
         self.idle_banner.show(snap.cost)
+        # core.snapshot.AutostopPlan, in snapshots of the cores that carry it
+        self.autostop_line.show(getattr(snap, "autostop", None))
         run = snap.run(self.wanted)
         message = view.error or snap.problem
         if run is not None and sel is None and view.state.reachable:
@@ -203,9 +254,10 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self._log_later()
 
     def tick(self) -> None:
-        """The clock moved: the host bar's "unreachable for" ages."""
+        """The clock moved: "unreachable for" and the autostop countdown age."""
         if self.view is not None and not self.view.state.reachable:
             self.host_bar.repaint_rows()
+        self.autostop_line.tick()
 
     def _log_later(self) -> None:
         """Lines the log pane holds back (one scroll per LOG_PERIOD) are shown when their

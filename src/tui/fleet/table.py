@@ -38,8 +38,10 @@ COLUMNS = (
     ("price", "$/h", True, 5),
     ("spent", "spent", True, 8),
     ("idle", "idle", True, 6),
+    ("autostop", "autostop", False, 8),  # only when a host's snapshot carries a plan
 )
-DROP_ORDER = ("spent", "best", "eta", "idle", "price")
+DROP_ORDER = ("spent", "best", "eta", "idle", "price", "autostop")
+AUTOSTOP_STYLE = {"counting": "bold yellow", "failed": "bold red", "ran": "bold"}
 # the runs column's colours: DEAD and FAIL stand out, the rest as the runs list
 RUN_STYLE = {**STATE_STYLE, "running": "green", "completed": "cyan", "unknown": "dim"}
 
@@ -84,7 +86,26 @@ def cells(h: HostSummary, now: float) -> dict[str, Text]:
         out["idle"] = Text(fmt_money(h.idle_spent), style="bold yellow")
     else:
         out["idle"] = Text("IDLE" if h.idle else "-", style="bold yellow" if h.idle else "")
+    if h.autostop is not None:
+        out["autostop"] = autostop_cell(h.autostop, now)
     return out
+
+
+def _counting(plan) -> bool:
+    return plan is not None and plan.phase == "counting"
+
+
+def autostop_cell(plan, now: float) -> Text:
+    """The host's autostop plan in a few cells: "in 4m30s" while its watcher counts down,
+    else the phase (held, checking, pushing, running, ran, failed)."""
+    phase = printable(plan.phase)
+    if plan.phase == "counting" and plan.fires_at is not None:
+        text = f"in {fmt_duration(plan.fires_at - now)}"
+    elif plan.phase == "held_by_app":
+        text = "held (app)"
+    else:
+        text = phase
+    return Text(text, style=AUTOSTOP_STYLE.get(plan.phase, ""))
 
 
 def _money_per_hour(amount: float, hosts: int, unpriced: int) -> str:
@@ -107,7 +128,7 @@ def totals_text(t: FleetTotals) -> Text:
 
 def layout(rows: list[dict[str, Text]], width: int) -> list[tuple]:
     """The columns that fit `width` (with the cursor's 2 cells), and their widths."""
-    shown = list(COLUMNS)
+    shown = [c for c in COLUMNS if c[0] != "autostop" or any("autostop" in r for r in rows)]
     while True:
         widths = []
         for key, head, _right, least in shown:
@@ -163,8 +184,8 @@ class HostsTable(LinePane):
         self.repaint_rows()
 
     def tick(self) -> None:
-        """The clock moved: "no 2m05s" ages (only changed cells are sent)."""
-        if any(not h.reachable for h in self.hosts):
+        """The clock moved: "no 2m05s" and "in 4m30s" age (only changed cells are sent)."""
+        if any(not h.reachable or _counting(h.autostop) for h in self.hosts):
             self.repaint_rows()
 
     @property
@@ -206,7 +227,7 @@ class HostsTable(LinePane):
             else:
                 for i, (key, _t, right, w) in enumerate(cols):
                     line.append(GAP if i else "")
-                    line.append(_fit(row[key], w, right))
+                    line.append(_fit(row.get(key) or Text("-"), w, right))
             out.append(line)
         out.append(Text("─" * max(width, 1), style="dim"))
         out.append(totals_text(totals(self.hosts)))
