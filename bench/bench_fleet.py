@@ -19,12 +19,19 @@ host's full view costs).
     .venv/bin/python bench/bench_fleet.py --gpus 8 --seconds 30
     .venv/bin/python bench/bench_fleet.py --select              # each host's full view
     .venv/bin/python bench/bench_fleet.py --interval 1 --json
+    .venv/bin/python bench/bench_fleet.py --tui --seconds 30   # the fleet screen itself
+
+With `--tui` the links are the fleet screen's own: `rgpu-tui fleet` runs in a
+pseudo-terminal of 80x24 (bench_app's), and what is measured is the bytes it writes to
+the terminal (the hosts table, then h1's full view after `enter`), and each link's bytes
+in both phases.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -121,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="select each host's live run (its metrics and log tail stream: a full view)",
     )
+    p.add_argument(
+        "--tui",
+        action="store_true",
+        help="measure `rgpu-tui fleet` itself in an 80x24 pty: bytes to the terminal",
+    )
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
     args = p.parse_args(argv)
 
@@ -152,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
             relays.append(relay)
             spec = HostSpec(name, name, str(root), command)
             links.append(HostLink(spec, ssh_config=str(keys.config), connect_timeout=20))
+        if args.tui:
+            return tui_bench(args, base, keys, links, relays)
         log(f"{args.hosts} hosts, {args.gpus} GPU(s) each, one live run each; warming up")
         for link in links:
             link.start()
@@ -233,6 +247,64 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['link_up_bytes_per_s']:>13.0f}{r['lines_per_s']:>9.2f}"
             f"{r['first_snapshot_bytes']:>14} B  {verdict} (budget {BUDGET} B/s)"
         )
+    return 0
+
+
+def tui_bench(args, base: Path, keys: SshKeys, links: list, relays: list) -> int:
+    """`rgpu-tui fleet` in an 80x24 pty: bytes/s to the terminal with the hosts table,
+    then with h1's full view (`enter`), and each link's bytes/s in both phases."""
+    from bench_app import Recorder, app_env, rows_report, spawn_in_pty, stop_child
+
+    hosts = [f"{link.name}:{link.spec.root}" for link in links]
+    argv = [str(Path(sys.executable).parent / "rgpu-tui"), "fleet", "--ssh-config"]
+    argv += [str(keys.config), "--connect-timeout", "20", *hosts]
+    if args.interval:  # the agents' pace, through each host's remote_command
+        log("--interval is ignored with --tui (the fleet runs `rgpu-tui agent`)")
+    pid, fd = spawn_in_pty(argv, app_env(base, None), 80, 24)
+    rec = Recorder(fd)
+    phases = {}
+    try:
+        for phase in ("table", "full view"):
+            if phase == "full view":
+                os.write(fd, b"\r")  # enter: h1, the cursor's host
+            time.sleep(args.warmup)
+            t0, b0, links0 = time.monotonic(), rec.bytes_now(), [r.counts() for r in relays]
+            time.sleep(args.seconds)
+            t1, b1, links1 = time.monotonic(), rec.bytes_now(), [r.counts() for r in relays]
+            by_row: dict[int, float] = {}
+            for pos, rate in rows_report(rec.window(t0, t1), t1 - t0).items():
+                row = int(pos.split(",")[0])
+                by_row[row] = round(by_row.get(row, 0.0) + rate, 1)
+            phases[phase] = {
+                "terminal_bytes_per_s": (b1 - b0) / args.seconds,
+                "terminal_bytes_per_s_by_row": dict(sorted(by_row.items())),
+                "link_bytes_per_s": {
+                    link.name: (sum(c1) - sum(c0)) / args.seconds
+                    for link, c0, c1 in zip(links, links0, links1, strict=True)
+                },
+            }
+    finally:
+        stopped = stop_child(pid, fd)
+    report = {
+        "when": utc_iso(),
+        "machine": machine(),
+        "hosts": args.hosts,
+        "gpus_per_host": args.gpus,
+        "size": "80x24",
+        "seconds": args.seconds,
+        "phases": phases,
+        "stopped": stopped,
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(
+        f"fleet screen at 80x24, {args.hosts} hosts x 1 live run, {args.gpus} GPU(s) each, "
+        f"{args.seconds:g} s measured per phase ({report['when']}); quit by {stopped}"
+    )
+    for phase, r in phases.items():
+        per_link = "  ".join(f"{h} {b:.0f}" for h, b in r["link_bytes_per_s"].items())
+        print(f"{phase:<10} terminal {r['terminal_bytes_per_s']:>7.0f} B/s   links B/s: {per_link}")
     return 0
 
 

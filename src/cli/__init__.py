@@ -37,7 +37,7 @@ COMMANDS = {
     "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),
     "demo": (cmd_demo, "train yolo9-t for real on the CPU and watch it in the app"),
     "watch": (cmd_watch, "watch with no screen: one line per event, and notify_command for it"),
-    "fleet": (cmd_fleet, "every machine of [[hosts]] over SSH, in one table (--json)"),
+    "fleet": (cmd_fleet, "every machine of [[hosts]] over SSH: a live table, a host's full view"),
     "agent": (cmd_agent, "the remote end of `fleet`: JSON lines on stdout, commands on stdin"),
     "help": (lambda _argv: cmd_app(["--help"]), "this help (also -h, --help)"),
 }

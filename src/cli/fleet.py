@@ -2,8 +2,9 @@
 
 Each host is one `ssh ... HOST rgpu-tui agent ROOT` (core.hosts builds the argv, core.fleet
 keeps the link); the hosts come from the arguments or the config's [[hosts]] tables.
-`--json` prints one fleet snapshot; without it a plain table is printed once (the fleet's
-own screen, a hosts table and each host's full view, is not built yet).
+In a terminal it opens the fleet's screen (tui.fleet: a live hosts table, `enter` for a
+host's full view); `--json` prints one fleet snapshot and `--once` a plain table, each
+once (so does a run whose stdout is not a terminal: a script gets the table).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ def _parser() -> OneLineParser:
         description="Every machine in one view, over your own SSH: each HOST runs "
         "`rgpu-tui agent ROOT` through `ssh -o BatchMode=yes` (keys, ssh-agent, ProxyJump and "
         "ControlMaster from your ssh config). Hosts come from the arguments or from the "
-        "config's [[hosts]] tables. Prints each host's state once: a table, or with --json "
-        "one object (a live fleet screen is not built yet).",
+        "config's [[hosts]] tables. Opens a live hosts table (enter: a host's full view, "
+        "where p, s and r act on that host; esc: back; q: quit); --once prints the table "
+        "once, --json one object.",
     )
     p.add_argument(
         "hosts",
@@ -50,6 +52,12 @@ def _parser() -> OneLineParser:
         action="store_true",
         help='one object: {"hosts": [{"host", "root", "reachable", "error", "since", "snapshot"}]}',
     )
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="print the hosts table once and exit (also when stdout is not a terminal)",
+    )
+    p.add_argument("--theme", default=None, help="Textual theme, e.g. ansi-dark for slow links")
     add_settings_flags(p)
     return p
 
@@ -83,6 +91,8 @@ def cmd_fleet(argv: list[str]) -> int:
         print(f"rgpu-tui: --ssh-config: {args.ssh_config} is not a file", file=sys.stderr)
         return 2
 
+    if not args.json and not args.once and sys.stdout.isatty():
+        return _screen(specs, args)
     fleet = Fleet(
         specs,
         ssh_config=args.ssh_config,
@@ -100,6 +110,32 @@ def cmd_fleet(argv: list[str]) -> int:
     else:
         print("\n".join(table(states)))
     return 0
+
+
+def _screen(specs, args) -> int:
+    """The live fleet screen; the links end (their agents exit, runs untouched) after the
+    terminal is given back."""
+    from ..core.fleet import Fleet
+    from ..tui.fleet.app import FleetApp
+
+    def make_fleet(on_change):
+        return Fleet(
+            specs,
+            ssh_config=args.ssh_config,
+            connect_timeout=args.connect_timeout,
+            on_change=on_change,
+        )
+
+    try:
+        app = FleetApp(make_fleet, theme_name=args.theme)
+    except ValueError as exc:
+        print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
+    try:
+        app.run()
+    finally:
+        app.fleet.close()
+    return app.return_code or 0
 
 
 # -- the table ------------------------------------------------------------------------

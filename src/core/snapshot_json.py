@@ -1,6 +1,7 @@
 """The Snapshot as JSON (`rgpu-tui snapshot --json`, `rgpu-tui cost --json`).
 
 Raw strings (json escapes them), NaN and infinities as null, times as ISO 8601 text.
+core.snapshot_from_json reads it back (a remote host's Snapshot, in the fleet view).
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
                 "problem": m.problem,
                 "non_finite_values": m.non_finite_values,
             },
+            "log_path": s.selected.log.path,
             "log_tail": list(s.selected.log.lines[-LOG_TAIL_LEN:]),
             "log_problem": s.selected.log.problem,
             "checkpoints": [checkpoint_to_json(c) for c in s.selected.checkpoints],

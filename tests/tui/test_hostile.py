@@ -168,3 +168,18 @@ async def test_a_report_dialog_shows_a_hostile_title_and_body_as_text(tmp_path) 
         assert toast.title == "[b]t^[[6n"
         assert unsafe_chars(app.export_screenshot()) == []
         assert os.path.isdir(root)  # nothing crashed
+
+
+async def test_metric_values_whose_range_overflows_draw_a_sparkline(tmp_path: Path) -> None:
+    """1e308 and -1e308 in one column are finite, but their difference is not: the
+    sparkline's scale used to be NaN (ValueError in the metrics pane, the app down)."""
+    run = tmp_path / "runs" / "huge"
+    run.mkdir(parents=True)
+    rows = [{"epoch": e, "train/loss": v} for e, v in enumerate([1e308, -1e308, 0.0], 1)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    app = _app(run.parent)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.selected)
+        await pilot.pause()
+        assert "train/loss █▁▅" in rendered(app.metrics_pane)
+        assert app.is_running

@@ -21,6 +21,61 @@ from ..messages import StopProgress
 from ..screens.dialogs import ConfirmScreen, ReportScreen
 from ..screens.launch import LaunchScreen, launch_defaults
 
+STOP_PHASE_TEXT = {
+    "sigint": "SIGINT sent; SIGTERM in {s}",
+    "sigterm": "SIGTERM sent; SIGKILL in {s}",
+    "sigkill": "SIGKILL sent; waiting {s} for the process to end",
+    "ended": "the process has ended",
+}
+
+
+def stop_phase_text(phase: str, seconds_left: float | None) -> str:
+    """A stop's progress line (core.stop's phases), for the stop's report dialog."""
+    text = STOP_PHASE_TEXT.get(phase, phase + " {s}")
+    return text.format(s=fmt_duration(seconds_left) if seconds_left is not None else "")
+
+
+def stop_summary(name: str, ok: bool, signals_sent, final_state: str | None, error) -> str:
+    """The notice a stop ends with (a core.stop.StopResult's fields)."""
+    if not ok:
+        return f"{name} not stopped: {error}"
+    sent = ", ".join(signals_sent) or "no signal needed"
+    reads = {
+        "dead": "its status.json still says running: shown as DEAD",
+        "failed": "libreyolo recorded it as failed (interrupted)",
+    }.get(final_state or "", f"it reads {final_state or '?'}")
+    return f"{name} stopped ({sent}); {reads}"
+
+
+def resume_refusal(state: str) -> str | None:
+    """Why a run in `state` is not resumed (`r`); None for a DEAD or FAILED run."""
+    why = {
+        "running": "is running",
+        "stalled": "is still alive (stalled): stop it first (s)",
+        "starting": "is still starting",
+        "completed": "completed: nothing to resume",
+    }.get(state)
+    if why is None and state not in ("dead", "failed"):
+        why = "is not DEAD or FAILED: nothing to resume"
+    return why
+
+
+def resume_body(plan: ResumePlan) -> Text:
+    """The resume confirm dialog's body: the run, where it stopped, the exact command."""
+    body = Text()
+    done = plan.completed_epochs
+    after = f" after epoch {done}" + (f"/{plan.total_epochs}" if plan.total_epochs else "")
+    body.append(
+        f"Resume {printable(plan.name)} ({plan.state.upper()}"
+        f"{after if done is not None else ''}) in its own directory?\n",
+        style="bold",
+    )
+    body.append(printable(plan.command) + "\n")
+    body.append("Detached like a launch: it keeps training when the app quits.")
+    for notice in plan.notices:
+        body.append("\n" + printable(notice))
+    return body
+
 
 class RunActions:
     """The app's launch, stop, resume and GPU-check keys (mixed into RgpuApp)."""
@@ -82,27 +137,14 @@ class RunActions:
     def on_stop_progress(self, message: StopProgress) -> None:
         screen = self._stop_screen if self._stop_screen in self.screen_stack else None
         if message.result is None:
-            text = {
-                "sigint": "SIGINT sent; SIGTERM in {s}",
-                "sigterm": "SIGTERM sent; SIGKILL in {s}",
-                "sigkill": "SIGKILL sent; waiting {s} for the process to end",
-                "ended": "the process has ended",
-            }.get(message.phase, message.phase + " {s}")
-            left = fmt_duration(message.seconds_left) if message.seconds_left is not None else ""
             if screen is not None:
-                screen.show(text.format(s=left))
+                screen.show(stop_phase_text(message.phase, message.seconds_left))
             return
         r = message.result
+        summary = stop_summary(message.name, r.ok, r.signals_sent, r.final_state, r.error)
         if r.ok:
-            sent = ", ".join(r.signals_sent) or "no signal needed"
-            reads = {
-                "dead": "its status.json still says running: shown as DEAD",
-                "failed": "libreyolo recorded it as failed (interrupted)",
-            }.get(r.final_state or "", f"it reads {r.final_state or '?'}")
-            summary = f"{message.name} stopped ({sent}); {reads}"
             self.notify(summary, title="stopped", timeout=10)
         else:
-            summary = f"{message.name} not stopped: {r.error}"
             self.notify(summary, title="stop failed", severity="error", timeout=20)
         if screen is not None:
             screen.show(summary)
@@ -116,14 +158,7 @@ class RunActions:
         if run is None:
             self.notify("No run selected.", severity="warning")
             return
-        why = {
-            "running": "is running",
-            "stalled": "is still alive (stalled): stop it first (s)",
-            "starting": "is still starting",
-            "completed": "completed: nothing to resume",
-        }.get(run.state)
-        if why is None and run.state not in ("dead", "failed"):
-            why = "is not DEAD or FAILED: nothing to resume"
+        why = resume_refusal(run.state)
         if why is not None:
             self.notify(f"{run.name} {why}.", severity="warning")
             return
@@ -145,24 +180,12 @@ class RunActions:
             pass
 
     def _confirm_resume(self, plan: ResumePlan) -> None:
-        body = Text()
-        done = plan.completed_epochs
-        after = f" after epoch {done}" + (f"/{plan.total_epochs}" if plan.total_epochs else "")
-        body.append(
-            f"Resume {printable(plan.name)} ({plan.state.upper()}"
-            f"{after if done is not None else ''}) in its own directory?\n",
-            style="bold",
-        )
-        body.append(printable(plan.command) + "\n")
-        body.append("Detached like a launch: it keeps training when the app quits.")
-        for notice in plan.notices:
-            body.append("\n" + printable(notice))
-
         def answered(yes: bool | None) -> None:
             if yes:
                 self._resume_worker(plan.run_dir)
 
-        self.push_screen(ConfirmScreen("resume a run", body, "enter: resume"), answered)
+        dialog = ConfirmScreen("resume a run", resume_body(plan), "enter: resume")
+        self.push_screen(dialog, answered)
 
     @work(thread=True, group="resume")
     def _resume_worker(self, run_dir: str) -> None:

@@ -33,6 +33,8 @@ def sparkline(values, width: int, lo: float | None = None, hi: float | None = No
     lo = min(finite) if lo is None else lo
     hi = max(finite) if hi is None else hi
     span = hi - lo
+    if not math.isfinite(span):  # 1e308 and -1e308: the difference overflows, halves do not
+        return sparkline([None if v is None else v / 2 for v in vals], width, lo / 2, hi / 2)
     out = []
     for v in vals:
         if v is None or not math.isfinite(v):

@@ -1,0 +1,223 @@
+"""`rgpu-tui fleet`: every machine in one terminal. A hosts table, live as each host's
+agent sends its lines; `enter` opens a host's full view (tui.fleet.host_screen), `esc`
+comes back, `q` quits.
+
+The links (core.fleet.HostLink, one ssh each) read on threads of their own and call
+`on_change`; here that turns the host's Snapshot JSON into dataclasses
+(core.snapshot_from_json, on the link's thread, only when the document changed) and
+posts a HostChanged. The UI thread only hands the table and the open host screen what
+changed; it never waits on a link. A command's Future calls back on the link's thread
+and posts its answer the same way (tui.fleet.remote).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Static
+
+from ...core.fleet_summary import summarize
+from ...core.snapshot_from_json import SnapshotJsonError, snapshot_from_json
+from ...core.text import printable
+from .. import compat
+from ..screens.dialogs import ReportScreen
+from .host_screen import HostScreen
+from .messages import HostChanged, HostView
+from .remote import FleetCommands
+from .table import HostsTable
+
+APP_TCSS = Path(__file__).resolve().parent.parent / "app.tcss"  # the panes' layout
+WIDE_COLUMNS = 140
+SHORT_ROWS = 32
+TICK_S = 1.0
+
+HELP = """\
+[b]rgpu-tui fleet[/b] — every machine of the config's hosts, over your own SSH
+
+[b]Hosts table[/b]
+  ↑/↓  j/k   move between hosts
+  enter      open the host: its GPUs, money, runs, metrics and log
+  q          quit (the agents end; runs keep training)
+
+[b]A host's full view[/b] (the app's panes, fed by that host's agent)
+  ↑/↓ enter  show another run of that host
+  m          next page of metrics
+  p / P      push best.pt / pick a file: the host pushes with its own token
+  s          stop the selected run on the host
+  r          resume a DEAD or FAILED run on the host
+  esc        back to the hosts table
+
+A host that does not answer shows since when and ssh's own line;
+its link is tried again after 1 s, 2 s, 4 s ... up to 60 s.
+"""
+
+
+class FleetApp(FleetCommands, App[int]):
+    CSS_PATH = [str(APP_TCSS)]
+    CSS = """
+    #hosts-box { height: 1fr; }
+    #fleet-title { height: 1; padding: 0 1; background: $primary-background; }
+    """
+    TITLE = "rgpu-tui fleet"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(
+        self,
+        make_fleet: Callable[[Callable], object],
+        *,
+        clock: Callable[[], float] = time.time,
+        theme_name: str | None = None,
+    ) -> None:
+        """`make_fleet(on_change)`: the links (a core.fleet.Fleet, or anything with
+        `links`, `start()`), each calling on_change(link) from its own thread."""
+        fast_paths = compat.install()
+        super().__init__(driver_class=compat.driver_class(fast_paths))
+        self.fast_paths = fast_paths
+        self.clock = clock
+        self._converted: dict[str, tuple] = {}  # host -> (document, Snapshot, error)
+        self._converting = threading.Lock()
+        self.fleet = make_fleet(self._link_changed)
+        self.links = {link.name: link for link in self.fleet.links}
+        self.views: dict[str, HostView] = {}
+        self.host_screen: HostScreen | None = None
+        self._pushes: dict[str, int] = {}
+        self._stop_screen: ReportScreen | None = None
+        if theme_name:
+            if theme_name not in self.available_themes:
+                names = ", ".join(sorted(self.available_themes))
+                raise ValueError(f"unknown theme {theme_name!r}; one of: {names}")
+            self.theme = theme_name
+
+    def compose(self) -> ComposeResult:
+        self.title_bar = Static(self._title_text(), id="fleet-title", markup=False)
+        self.table = HostsTable(clock=self.clock, id="hosts")
+        yield self.title_bar
+        yield self.table
+        yield Footer()
+
+    def _title_text(self) -> str:
+        n = len(self.links)
+        return f"rgpu-tui fleet: {n} host{'s' if n != 1 else ''}   enter: open   ?: help"
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every notice names hosts, runs and errors from other machines: printable, and
+        never read as markup (as the local app's)."""
+        super().notify(
+            printable(message, newlines=True),
+            title=printable(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
+    def on_mount(self) -> None:
+        self.table.focus()
+        self._set_layout(self.size)
+        self._show_table()
+        self.set_interval(TICK_S, self._tick)
+        self.fleet.start()
+
+    def on_resize(self, event) -> None:
+        self._set_layout(event.size)
+
+    def _set_layout(self, size) -> None:
+        self.set_class(size.width >= WIDE_COLUMNS, "-wide")
+        self.set_class(size.height < SHORT_ROWS, "-short")
+
+    def link(self, host: str):
+        return self.links.get(host)
+
+    # -- from the links --------------------------------------------------------------
+
+    def _link_changed(self, link) -> None:
+        """On the link's thread: its state, the snapshot read once per new document."""
+        state = link.state()
+        doc = state.snapshot
+        with self._converting:
+            cached = self._converted.get(link.name)
+        if cached is not None and cached[0] is doc:
+            snap, error = cached[1], cached[2]
+        else:
+            snap, error = None, None
+            if doc is not None:
+                try:
+                    snap = snapshot_from_json(doc)
+                except SnapshotJsonError as exc:
+                    error = f"its snapshot is unreadable: {exc}"
+                except Exception as exc:  # a bug here must not take the fleet down
+                    error = f"its snapshot is unreadable: {type(exc).__name__}: {exc}"
+                if snap is None and cached is not None:
+                    snap = cached[1]  # keep the last good one on screen
+            with self._converting:
+                self._converted[link.name] = (doc, snap, error)
+        self.post_from_thread(HostChanged(HostView(state, snap, error)))
+
+    def post_from_thread(self, message) -> None:
+        """post_message from a link's thread: quiet when the app has ended (a link that
+        drops while the fleet closes fails its pending commands then)."""
+        try:
+            self.post_message(message)
+        except RuntimeError:  # the event loop is closed
+            pass
+
+    def on_host_changed(self, message: HostChanged) -> None:
+        view = message.view
+        self.views[view.name] = view
+        if self.host_screen is None:  # a widget of a screen underneath, refreshed, repaints
+            self._show_table()  # the whole screen on top (measured): it waits for `esc`
+        screen = self.host_screen
+        if screen is not None and screen.host == view.name and screen.is_mounted:
+            screen.show_host(view)
+
+    def _show_table(self) -> None:
+        hosts = []
+        for name, link in self.links.items():
+            view = self.views.get(name)
+            if view is None:
+                view = HostView(link.state(), None)
+            hosts.append(summarize(view.state, view.snapshot, view.error))
+        self.table.show(hosts)
+
+    def _tick(self) -> None:
+        if self.host_screen is None:
+            self.table.tick()
+        elif self.host_screen.is_mounted:
+            self.host_screen.tick()
+
+    # -- keys ------------------------------------------------------------------------
+
+    def on_hosts_table_opened(self, message: HostsTable.Opened) -> None:
+        self.open_host(message.name)
+
+    def open_host(self, name: str) -> None:
+        if name not in self.links:
+            return
+        view = self.views.get(name)
+        screen = HostScreen(name, view, clock=self.clock, fast_log=self.fast_paths.on(compat.LOG))
+        self.host_screen = screen
+
+        def closed(_result=None) -> None:
+            if self.host_screen is screen:
+                self.host_screen = None
+                self._show_table()  # what changed while the host's view was open
+
+        self.push_screen(screen, closed)
+
+    def action_help(self) -> None:
+        self.push_screen(ReportScreen("help", HELP, markup=True))
