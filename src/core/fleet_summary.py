@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .snapshot import Snapshot
+from .snapshot import AutostopPlan, Snapshot
 
 STATE_ORDER = ("running", "stalled", "starting", "dead", "failed", "completed", "unknown")
 
@@ -34,7 +34,7 @@ class HostSummary:
     spent: float | None
     idle: bool  # every GPU under 5% and no running run
     idle_spent: float | None  # what the current idle stretch has cost
-    autostop: object = None  # the host's autostop plan, when its snapshot carries one
+    autostop: AutostopPlan | None = None  # what the host's `rgpu-tui watch` plans, if any
 
 
 def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSummary:
@@ -60,9 +60,7 @@ def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSum
             newest, newest_state = r.name, r.state
             best, best_name = r.best_metric, r.best_metric_name
             eta = r.eta_seconds if r.state in ("running", "stalled") else None
-        # core.snapshot.AutostopPlan (phase, message, fires_at): what the host's watcher
-        # plans, in snapshots of the cores that carry it; never made up here
-        autostop = getattr(snap, "autostop", None)
+        autostop = snap.autostop  # the host's watcher's plan; never made up here
         c = snap.cost
         if c is not None and c.configured:
             price, spent = c.price_per_hour, c.spent

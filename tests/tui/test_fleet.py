@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 from textual.widgets import OptionList
 
-from rgpu_tui.core import snapshot as snapshot_module
 from rgpu_tui.core.collect import Collector
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.fleet import HostState
@@ -36,10 +35,6 @@ from .conftest import iso
 from .helpers import make_app, rendered, wait_for
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
-# the watcher's autostop plan in the Snapshot (issue 15) came to main beside this work
-needs_autostop_plan = pytest.mark.skipif(
-    not hasattr(snapshot_module, "AutostopPlan"), reason="no autostop plan in this Snapshot"
-)
 
 
 class FakeLink:
@@ -514,7 +509,6 @@ async def test_the_table_under_a_hosts_view_waits_for_esc(runs_root, machines):
         await wait_for(pilot, lambda: " 97%" in table_text(app))
 
 
-@needs_autostop_plan
 async def test_a_hosts_autostop_plan_in_the_table_and_its_view(runs_root, machines):
     app = fleet_app(runs_root, machines)
     async with app.run_test(size=(100, 24)) as pilot:

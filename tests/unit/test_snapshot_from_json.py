@@ -269,9 +269,6 @@ def test_huge_ints_and_infinities_are_unknown() -> None:
     assert os.path.basename(run.run_dir) == "a"
 
 
-@pytest.mark.skipif(
-    not hasattr(snapshot_module, "AutostopPlan"), reason="no autostop plan in this Snapshot"
-)
 def test_the_autostop_plan_comes_back(tmp_path: Path) -> None:
     """Any part a Snapshot has is read back by its annotation: the watcher's autostop
     plan (issue 15), its fires_at in whole seconds."""

@@ -242,8 +242,7 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self.gpu_pane.show(snap.gpus, snap.system, runs)
         self.cost_strip.show(snap.cost)
         self.idle_banner.show(snap.cost)
-        # core.snapshot.AutostopPlan, in snapshots of the cores that carry it
-        self.autostop_line.show(getattr(snap, "autostop", None))
+        self.autostop_line.show(snap.autostop)
         run = snap.run(self.wanted)
         message = view.error or snap.problem
         if run is not None and sel is None and view.state.reachable:
