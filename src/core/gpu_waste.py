@@ -17,7 +17,6 @@ import statistics
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from itertools import islice
 
 from .safeio import read_regular
 from .snapshot import GpuDevice, RunInfo
@@ -157,13 +156,21 @@ class WasteTracker:
         # enough samples for the straggler window too
         self._keep = max(self.history_len, int(math.ceil(STRAGGLER_WINDOW_S / self.interval)) + 1)
         self._samples: dict[int, deque[tuple[float, float | None, float | None]]] = {}
+        # the shown histories, kept apart so a refresh copies them whole (tuple of a deque,
+        # no per-sample Python): util and memory, the last history_len samples
+        self._shown: dict[int, tuple[deque, deque]] = {}
         self._low_since: dict[str, float] = {}  # run_dir -> first sample of the low stretch
 
-    def _history(self, index: int) -> deque:
+    def _record(self, index: int, now: float, util: float | None, mem: float | None) -> None:
         d = self._samples.get(index)
         if d is None:
             d = self._samples[index] = deque(maxlen=self._keep)
-        return d
+            n = self.history_len
+            self._shown[index] = (deque(maxlen=n), deque(maxlen=n))
+        d.append((now, util, mem))
+        utils, mems = self._shown[index]
+        utils.append(util)
+        mems.append(mem)
 
     def finish(
         self,
@@ -174,8 +181,8 @@ class WasteTracker:
     ) -> tuple[tuple[GpuDevice, ...], bool, tuple[str, ...]]:
         for d in devices:
             ok = d.state == "ok"
-            self._history(d.index).append(
-                (now, d.util_percent if ok else None, d.mem_used_mib if ok else None)
+            self._record(
+                d.index, now, d.util_percent if ok else None, d.mem_used_mib if ok else None
             )
 
         flags: dict[int, list[str]] = {d.index: [] for d in devices}
@@ -240,16 +247,14 @@ class WasteTracker:
                     flags[d.index].append("idle")
 
         out = []
-        n = self.history_len
         for d in devices:
-            hist = self._samples[d.index]
-            recent = list(islice(hist, max(len(hist) - n, 0), None))
+            utils, mems = self._shown[d.index]
             out.append(
                 replace(
                     d,
                     flags=tuple(flags[d.index]),
-                    util_history=tuple(u for _t, u, _m in recent),
-                    mem_history=tuple(m for _t, _u, m in recent),
+                    util_history=tuple(utils),
+                    mem_history=tuple(mems),
                 )
             )
         return tuple(out), idle, tuple(dict.fromkeys(warnings))
