@@ -145,8 +145,8 @@ class HostCostStrip(CostStrip):
         if cost is not None and not cost.configured:
             return [
                 Text(
-                    f"No price set for {self.host}: price_per_hour = 3.48 in its [[hosts]] "
-                    "table, or in that machine's config.",
+                    f"No price for {self.host}: set price_per_hour in its [[hosts]] table "
+                    "or its config",
                     style="italic",
                 )
             ]
