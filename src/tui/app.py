@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, OptionList
 
 from ..core.auto_push import AutoPusher
@@ -38,11 +37,8 @@ from .screens.help import HelpScreen
 from .widgets.autostop import AutostopLine
 from .widgets.cost import CostStrip, IdleBanner
 from .widgets.gpus import GpuPane
-from .widgets.log_pane import LogPane, LogTitle
-from .widgets.metrics import MetricsPane
 from .widgets.push_bar import PushBar
-from .widgets.run_header import RunHeader
-from .widgets.runs_list import RunsList
+from .widgets.run_panes import compose_run_panes
 
 # the notices of events (core.events); the others are "information"
 EVENT_SEVERITY = {
@@ -136,24 +132,12 @@ class RgpuApp(PushActions, RunActions, App[int]):
         self.gpu_pane = GpuPane(id="gpus")
         self.cost_strip = CostStrip(id="cost")
         self.push_bar = PushBar(id="push")
-        self.runs_list = RunsList(id="runs")
-        self.runs_list.border_title = "runs"
-        self.run_header = RunHeader(id="header")
-        self.metrics_pane = MetricsPane(id="metrics")
-        self.log_title = LogTitle(id="log-title")
-        self.log_pane = LogPane(self.log_title, id="log", fast=self.fast_paths.on(compat.LOG))
         yield self.idle_banner
         yield self.autostop_line
         yield self.gpu_pane
         yield self.cost_strip
         yield self.push_bar
-        with Horizontal(id="body"):
-            yield self.runs_list
-            with Vertical(id="main"):
-                yield self.run_header
-                yield self.metrics_pane
-                yield self.log_title
-                yield self.log_pane
+        yield from compose_run_panes(self, fast_log=self.fast_paths.on(compat.LOG))
         yield Footer()
 
     def notify(

@@ -248,15 +248,17 @@ def test_a_missing_agent_says_how_to_install_it(fleet_env) -> None:
         link.close()
 
 
-def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env) -> None:
-    keys, machines, trainer = fleet_env
+def machine_with_a_hub(keys: SshKeys, tmp_path: Path, name: str, seed: int):
+    """A local Hub server that knows WRITE_TOKEN (alice) and a machine `name` whose agent
+    pushes there with that token, holding run exp1 (the fixture run) with a 50 kB best.pt.
+    Returns (hub, machine, run, best's bytes); the caller stops the hub and the server."""
     hub = HubServer(str(tmp_path / "hub-storage"))
     hub.add_token(WRITE_TOKEN, "alice")
     hub.start()
     machine = Machine(
         keys,
         tmp_path,
-        "h4",
+        name,
         HF_ENDPOINT=hub.url,
         HF_TOKEN=WRITE_TOKEN,
         HF_HUB_DISABLE_XET="1",
@@ -264,9 +266,15 @@ def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env) -> None:
     )
     run = machine.root / "exp1"
     shutil.copytree(FIXTURE_RUN, run)
-    best = checkpoint_bytes(50_000, 7)
+    best = checkpoint_bytes(50_000, seed)
     (run / "weights").mkdir(exist_ok=True)
     (run / "weights" / "best.pt").write_bytes(best)
+    return hub, machine, run, best
+
+
+def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env) -> None:
+    keys, machines, trainer = fleet_env
+    hub, machine, run, best = machine_with_a_hub(keys, tmp_path, "h4", seed=7)
     started = _iso(psutil.Process(trainer.pid).create_time())
     write_status(machine.root / "live", "running", trainer.pid, started)
     link = _link(keys, "h4", machine.root)

@@ -21,18 +21,14 @@ from pathlib import Path
 import psutil
 import pytest
 from support.cli_env import RGPU_TUI, clean_env
-from support.hub_server import HubServer
 from support.tmux import Tmux, tmux_executable
 from support.waiting import wait_until
 
 from e2e.test_fleet_ssh import (  # noqa: F401  (fleet_env is a fixture)
-    FIXTURE_RUN,
-    WRITE_TOKEN,
-    Machine,
     _iso,
-    checkpoint_bytes,
     fleet_cli,
     fleet_env,
+    machine_with_a_hub,
     write_status,
 )
 
@@ -114,23 +110,7 @@ def test_p_in_a_hosts_full_view_pushes_from_that_machine(
     fleet_env,  # noqa: F811
 ) -> None:
     keys, _machines, trainer = fleet_env
-    hub = HubServer(str(tmp_path / "hub-storage"))
-    hub.add_token(WRITE_TOKEN, "alice")
-    hub.start()
-    machine = Machine(
-        keys,
-        tmp_path,
-        "h4",
-        HF_ENDPOINT=hub.url,
-        HF_TOKEN=WRITE_TOKEN,
-        HF_HUB_DISABLE_XET="1",
-        RGPU_HUB_REPO="alice/fleet",
-    )
-    run = machine.root / "exp1"
-    shutil.copytree(FIXTURE_RUN, run)
-    best = checkpoint_bytes(50_000, 11)
-    (run / "weights").mkdir(exist_ok=True)
-    (run / "weights" / "best.pt").write_bytes(best)
+    hub, machine, run, best = machine_with_a_hub(keys, tmp_path, "h4", seed=11)
     # the newest run, so the full view opens on it
     write_status(run, "completed", trainer.pid, _iso(psutil.Process(trainer.pid).create_time()))
     try:

@@ -17,7 +17,6 @@ import os
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList
 
@@ -30,11 +29,8 @@ from ..screens.dialogs import PickScreen
 from ..widgets.cost import CostStrip, IdleBanner
 from ..widgets.gpus import GpuPane
 from ..widgets.lines import LinePane
-from ..widgets.log_pane import LogPane, LogTitle
-from ..widgets.metrics import MetricsPane
 from ..widgets.push_bar import PushBar
-from ..widgets.run_header import RunHeader
-from ..widgets.runs_list import RunsList
+from ..widgets.run_panes import compose_run_panes
 from .messages import HostView
 from .remote import RemoteRunActions
 
@@ -186,25 +182,13 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self.gpu_pane = GpuPane(id="gpus")
         self.cost_strip = HostCostStrip(self.host, id="cost")
         self.push_bar = PushBar(id="push")
-        self.runs_list = RunsList(id="runs")
-        self.runs_list.border_title = "runs"
-        self.run_header = RunHeader(id="header")
-        self.metrics_pane = MetricsPane(id="metrics")
-        self.log_title = LogTitle(id="log-title")
-        self.log_pane = LogPane(self.log_title, id="log", fast=self.fast_log)
         yield self.host_bar
         yield self.idle_banner
         yield self.autostop_line
         yield self.gpu_pane
         yield self.cost_strip
         yield self.push_bar
-        with Horizontal(id="body"):
-            yield self.runs_list
-            with Vertical(id="main"):
-                yield self.run_header
-                yield self.metrics_pane
-                yield self.log_title
-                yield self.log_pane
+        yield from compose_run_panes(self, fast_log=self.fast_log)
         yield Footer()
 
     def on_mount(self) -> None:
