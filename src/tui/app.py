@@ -25,10 +25,10 @@ from ..core.config import Settings
 from ..core.events import EventEngine
 from ..core.push_queue import PushQueue
 from ..core.snapshot import Snapshot
-from ..core.text import printable
 from . import compat
 from .actions.push import PushActions
 from .actions.runs import RunActions
+from .app_rules import AppRules
 from .messages import RefreshFailed, SnapshotReady
 from .refresher import Refresher
 from .screens.cost import CostScreen
@@ -49,11 +49,9 @@ EVENT_SEVERITY = {
     "disk_low": "warning",
     "idle": "warning",
 }
-WIDE_COLUMNS = 140
-SHORT_ROWS = 32  # below this the metrics pane drops its border
 
 
-class RgpuApp(PushActions, RunActions, App[int]):
+class RgpuApp(AppRules, PushActions, RunActions, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "rgpu-tui"
     BINDINGS = [
@@ -140,34 +138,11 @@ class RgpuApp(PushActions, RunActions, App[int]):
         yield from compose_run_panes(self, fast_log=self.fast_paths.on(compat.LOG))
         yield Footer()
 
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity="information",
-        timeout: float | None = None,
-        markup: bool = False,
-    ) -> None:
-        """Every notice (screens and widgets call the app's) names runs, files and errors
-        from the runs: made printable, and never read as markup (a run named "[/]" would
-        raise, one named "[bold]" would restyle it). The app's notices use no markup."""
-        super().notify(
-            printable(message, newlines=True),
-            title=printable(title),
-            severity=severity,
-            timeout=timeout,
-            markup=False,
-        )
-
     def on_mount(self) -> None:
         self.runs_list.focus()
         self._set_layout(self.size)
         self._refresher.start()
         self.request_refresh()
-
-    def on_resize(self, event) -> None:
-        self._set_layout(event.size)
 
     def on_unmount(self) -> None:
         self._refresher.stop(timeout=0)  # no new refreshes; one in flight holds the lock
@@ -175,10 +150,6 @@ class RgpuApp(PushActions, RunActions, App[int]):
         self.push_queue.close(timeout=0)  # an upload in flight stops; nothing half-committed
         with self._lock:  # a refresh in flight finishes first
             self.collector.close()
-
-    def _set_layout(self, size) -> None:
-        self.set_class(size.width >= WIDE_COLUMNS, "-wide")
-        self.set_class(size.height < SHORT_ROWS, "-short")
 
     # -- the refresh loop --------------------------------------------------
 

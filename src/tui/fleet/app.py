@@ -23,8 +23,8 @@ from textual.widgets import Footer, Static
 
 from ...core.fleet_summary import summarize
 from ...core.snapshot_from_json import SnapshotJsonError, snapshot_from_json
-from ...core.text import printable
 from .. import compat
+from ..app_rules import AppRules
 from ..screens.dialogs import ReportScreen
 from .host_screen import HostScreen
 from .messages import HostChanged, HostView
@@ -32,8 +32,6 @@ from .remote import FleetCommands
 from .table import HostsTable
 
 APP_TCSS = Path(__file__).resolve().parent.parent / "app.tcss"  # the panes' layout
-WIDE_COLUMNS = 140
-SHORT_ROWS = 32
 TICK_S = 1.0
 
 HELP = """\
@@ -57,7 +55,7 @@ its link is tried again after 1 s, 2 s, 4 s ... up to 60 s.
 """
 
 
-class FleetApp(FleetCommands, App[int]):
+class FleetApp(AppRules, FleetCommands, App[int]):
     CSS_PATH = [str(APP_TCSS)]
     CSS = """
     #hosts-box { height: 1fr; }
@@ -107,38 +105,12 @@ class FleetApp(FleetCommands, App[int]):
         n = len(self.links)
         return f"rgpu-tui fleet: {n} host{'s' if n != 1 else ''}   enter: open   ?: help"
 
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity="information",
-        timeout: float | None = None,
-        markup: bool = False,
-    ) -> None:
-        """Every notice names hosts, runs and errors from other machines: printable, and
-        never read as markup (as the local app's)."""
-        super().notify(
-            printable(message, newlines=True),
-            title=printable(title),
-            severity=severity,
-            timeout=timeout,
-            markup=False,
-        )
-
     def on_mount(self) -> None:
         self.table.focus()
         self._set_layout(self.size)
         self._show_table()
         self.set_interval(TICK_S, self._tick)
         self.fleet.start()
-
-    def on_resize(self, event) -> None:
-        self._set_layout(event.size)
-
-    def _set_layout(self, size) -> None:
-        self.set_class(size.width >= WIDE_COLUMNS, "-wide")
-        self.set_class(size.height < SHORT_ROWS, "-short")
 
     def link(self, host: str):
         return self.links.get(host)
