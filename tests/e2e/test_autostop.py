@@ -14,10 +14,8 @@ import io
 import json
 import random
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import zipfile
 from pathlib import Path
 
@@ -25,6 +23,7 @@ import pytest
 from support.cli_env import RGPU_TUI, clean_env
 from support.hub_server import HubServer
 from support.waiting import wait_until
+from support.watch_proc import Watch
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 ARTIFACTS = ("status.json", "metrics.jsonl", "results.csv", "summary.json", "train_config.yaml")
@@ -57,51 +56,6 @@ def completed_run(root: Path, name: str, weights: bool) -> Path:
         (run / "weights").mkdir()
         (run / "weights" / "best.pt").write_bytes(checkpoint_bytes(300_000, 1))
     return run
-
-
-class Watch:
-    """`rgpu-tui watch ROOT --json` in a subprocess; its stdout read line by line."""
-
-    def __init__(self, root: Path, env: dict) -> None:
-        self.proc = subprocess.Popen(
-            [str(RGPU_TUI), "watch", str(root), "--json", "--interval", "0.2"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self.stderr = ""
-        self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            with self._lock:
-                self.lines.append(line)
-
-    def events(self, name: str | None = None) -> list[dict]:
-        with self._lock:
-            got = [json.loads(line) for line in self.lines]
-        return [e for e in got if name is None or e["event"] == name]
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(timeout=30)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            self._reader.join(10)
-            self.stderr = self.proc.stderr.read()
-        return code
-
-    def details(self) -> str:
-        with self._lock:
-            return "stdout:\n" + "".join(self.lines)
 
 
 @pytest.fixture
