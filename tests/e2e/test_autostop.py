@@ -10,16 +10,14 @@ exit status and last line, and the watcher goes on. Every wait polls against a d
 
 from __future__ import annotations
 
-import io
 import json
-import random
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
+from support.checkpoints import checkpoint_bytes
 from support.cli_env import RGPU_TUI, clean_env
 from support.hub_server import HubServer
 from support.waiting import wait_until
@@ -36,15 +34,6 @@ RECORD = (
     "with open(sys.argv[1], 'a') as f:\n"
     "    f.write(json.dumps(sys.argv[2:]) + '\\n')\n"
 )
-
-
-def checkpoint_bytes(size: int, seed: int) -> bytes:
-    """A torch-like checkpoint: a zip holding a data.pkl (what push's staging checks)."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as archive:
-        archive.writestr("ckpt/data.pkl", b"\x80\x02pickle" + seed.to_bytes(4, "little"))
-        archive.writestr("ckpt/data/0", random.Random(seed).randbytes(size))
-    return buf.getvalue()
 
 
 def completed_run(root: Path, name: str, weights: bool) -> Path:

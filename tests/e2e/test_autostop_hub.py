@@ -4,16 +4,14 @@ reached), and auto_push pushing the unpushed weights first (and holding when tha
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import random
 import socket
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
+from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
 from support.waiting import wait_until
 
@@ -33,14 +31,6 @@ RECORD = (
     "with open(sys.argv[1], 'a') as f:\n"
     "    f.write(json.dumps(sys.argv[2:]) + '\\n')\n"
 )
-
-
-def checkpoint_bytes(size: int, seed: int) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as archive:
-        archive.writestr("ckpt/data.pkl", b"\x80\x02pickle" + seed.to_bytes(4, "little"))
-        archive.writestr("ckpt/data/0", random.Random(seed).randbytes(size))
-    return buf.getvalue()
 
 
 def make_run(root: Path, name: str = "exp1", seed: int = 1) -> Path:

@@ -9,20 +9,18 @@ the connection. No training is needed; every wait polls against a deadline.
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
 import sys
-import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 import pytest
+from support.checkpoints import checkpoint_bytes
 from support.cli_env import RGPU_TUI, clean_env
 from support.hub_server import HubServer
 from support.ssh_server import SshKeys, SshServer, closed_port
@@ -58,15 +56,6 @@ def write_status(run_dir: Path, state: str, pid: int, started_at: str, **fields)
     tmp = run_dir / ".status.json.tmp"
     tmp.write_text(json.dumps(doc))
     os.replace(tmp, run_dir / "status.json")
-
-
-def checkpoint_bytes(size: int, seed: int) -> bytes:
-    """A small torch-like zip with a data.pkl (what a push checks a checkpoint is)."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as archive:
-        archive.writestr("best/data.pkl", b"\x80\x02pickle" + seed.to_bytes(4, "little"))
-        archive.writestr("best/data/0", random.Random(seed).randbytes(size))
-    return buf.getvalue()
 
 
 class Machine:

@@ -10,19 +10,17 @@ nothing under the real name, one-line errors, and the token nowhere.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import random
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
+from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
@@ -33,15 +31,6 @@ OTHER_TOKEN = HF + "PullTestOtherUserTokenForTheHub45678"
 BAD_TOKEN = HF + "PullTestUnknownTokenTheHubRejects999"
 TOKENS = (WRITE_TOKEN, OTHER_TOKEN, BAD_TOKEN)
 REPO = "alice/ckpts"
-
-
-def checkpoint_bytes(size: int, seed: int) -> bytes:
-    """A torch-like checkpoint: a zip holding a data.pkl (what push's staging checks)."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as archive:
-        archive.writestr("ckpt/data.pkl", b"\x80\x02pickle" + seed.to_bytes(4, "little"))
-        archive.writestr("ckpt/data/0", random.Random(seed).randbytes(size))
-    return buf.getvalue()
 
 
 def make_run(root: Path, name: str = "exp1", epochs: tuple[int, ...] = (3,)) -> Path:

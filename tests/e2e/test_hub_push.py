@@ -9,7 +9,6 @@ rewritten in place while it is pushed never reaches the Hub torn.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import random
@@ -20,10 +19,10 @@ import sys
 import threading
 import time
 import tracemalloc
-import zipfile
 from pathlib import Path
 
 import pytest
+from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
 
 from rgpu_tui.core.auto_push import AutoPushState, auto_push_requests
@@ -45,14 +44,6 @@ TOKENS = (WRITE_TOKEN, READ_TOKEN, BAD_TOKEN)
 
 
 # -- helpers -------------------------------------------------------------------
-
-
-def checkpoint_bytes(size: int, seed: int) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as archive:
-        archive.writestr("best/data.pkl", b"\x80\x02pickle" + seed.to_bytes(4, "little"))
-        archive.writestr("best/data/0", random.Random(seed).randbytes(size))
-    return buf.getvalue()
 
 
 def sha(data: bytes) -> str:

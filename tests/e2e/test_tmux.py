@@ -26,13 +26,14 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
 from support.readme_example import PRICE_FLAGS
 from support.tmux import Tmux, tmux_executable
 from support.training import Training
 from support.waiting import wait_until
 
-from e2e.test_hub_push import WRITE_TOKEN, checkpoint_bytes, make_run
+from e2e.test_hub_push import WRITE_TOKEN, make_run
 from rgpu_tui.core.launch_records import read_launches
 from rgpu_tui.core.launch_runs import launch_alive
 

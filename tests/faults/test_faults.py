@@ -31,10 +31,10 @@ import pytest
 from e2e.test_hub_push import (
     BAD_TOKEN,
     WRITE_TOKEN,
-    checkpoint_bytes,
     rewrite_in_place,
 )
 from e2e.test_hub_push import make_run as make_hub_run
+from support.checkpoints import checkpoint_bytes
 from tui.helpers import rendered, wait_for
 
 from rgpu_tui import cli

@@ -18,8 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from e2e.test_hub_push import WRITE_TOKEN, checkpoint_bytes
+from e2e.test_hub_push import WRITE_TOKEN
 from e2e.test_hub_push import make_run as make_hub_run
+from support.checkpoints import checkpoint_bytes
 
 from rgpu_tui.core.config import Settings
 from rgpu_tui.core.push import PushRequest, push, staging_dir

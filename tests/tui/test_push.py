@@ -11,7 +11,8 @@ import shutil
 import threading
 
 import pytest
-from e2e.test_hub_push import HF, TOKENS, WRITE_TOKEN, checkpoint_bytes, make_run, token_nowhere
+from e2e.test_hub_push import HF, TOKENS, WRITE_TOKEN, make_run, token_nowhere
+from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
 from textual.widgets import OptionList
 
