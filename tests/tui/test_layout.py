@@ -6,9 +6,12 @@ import itertools
 import re
 
 import pytest
-from textual.widgets import Footer
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.widgets import Footer, Static
 
 from rgpu_tui.tui.widgets.gpus import GpuPane
+from rgpu_tui.tui.widgets.lines import LinePane
 from rgpu_tui.tui.widgets.log_pane import LogPane
 from rgpu_tui.tui.widgets.metrics import MetricsPane
 from rgpu_tui.tui.widgets.run_header import RunHeader
@@ -53,3 +56,32 @@ async def test_every_pane_visible_and_no_row_cut(runs_root, gpus, size):
         assert app.query_one(RunHeader).region.height >= 3
         assert app.query_one(LogPane).region.height >= 3
         assert app.query_one(RunsList).region.height >= 3
+
+
+class _Bars(LinePane):
+    """Three rows as wide as the pane, like the run header's progress bar."""
+
+    DEFAULT_CSS = "_Bars { height: auto; width: 48; }"
+
+    def build_rows(self, width: int) -> list[Text]:
+        return [Text("#" * width) for _ in range(3)]
+
+
+class _BarsApp(App):
+    def compose(self) -> ComposeResult:
+        self.bars = _Bars()
+        self.bars.repaint_rows()  # before the first layout: built for 80 columns
+        yield self.bars
+        yield Static("below", id="below")
+
+
+async def test_an_auto_height_pane_is_as_tall_as_its_rows_at_its_width():
+    """Rows built before the pane had a size (80 columns) used to be measured wrapped at
+    its real width: a 48-column run header three rows long laid out four tall, with a
+    blank row that stayed (it showed up in CI's screenshots under load)."""
+    app = _BarsApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.bars.size == (48, 3)
+        assert app.query_one("#below").region.y == 3
+        assert [len(r.plain) for r in app.bars._rows] == [48] * 3  # rebuilt at its width

@@ -13,7 +13,7 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
-from textual.geometry import Region
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.style import Style
 from textual.visual import Visual, visualize
@@ -116,6 +116,14 @@ class LinePane(Widget):
 
     def on_resize(self) -> None:
         self.repaint_rows(full=True)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """An auto height is the number of rows built for this width: a row never wraps
+        (each is cut at the edge). Textual's own measure wraps the joined rows, and rows
+        built before the first resize (for 80 columns) made a 48-column header one row
+        taller, a blank row that no later repaint took back (it changes no row count)."""
+        rows = self._rows if width == self._painted_width else self._built_rows(width)
+        return max(len(rows), 1)
 
     def render_line(self, y: int) -> Strip:
         """One row, rendered only when it changed: Widget's own render_line renders every
