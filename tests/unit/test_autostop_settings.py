@@ -7,28 +7,11 @@ import re
 from pathlib import Path
 
 import pytest
+from support.config_files import error_of, load
 
 from rgpu_tui.core.autostop import enabled
-from rgpu_tui.core.config import ConfigError, Settings, load_settings
+from rgpu_tui.core.config import Settings
 from rgpu_tui.core.env_expand import UnsetVariable, check_template, expand
-
-NOW = 1_800_000_000.0
-
-
-def load(home: Path, text: str | None = None, env: dict | None = None) -> Settings:
-    if text is not None:
-        path = home / ".config" / "rgpu-tui" / "config.toml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return load_settings(environ={"HOME": str(home), **(env or {})}, now=NOW)
-
-
-def error_of(home: Path, text: str | None = None, env: dict | None = None) -> str:
-    with pytest.raises(ConfigError) as info:
-        load(home, text, env)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
 
 
 def test_from_the_file_and_the_environment(tmp_path: Path) -> None:

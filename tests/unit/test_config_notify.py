@@ -5,26 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from rgpu_tui.core.config import ConfigError, Settings, load_settings
-
-NOW = 1_800_000_000.0
-
-
-def load(home: Path, text: str | None = None, env: dict | None = None) -> Settings:
-    if text is not None:
-        path = home / ".config" / "rgpu-tui" / "config.toml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return load_settings(environ={"HOME": str(home), **(env or {})}, now=NOW)
-
-
-def error_of(home: Path, text: str | None = None, env: dict | None = None) -> str:
-    with pytest.raises(ConfigError) as info:
-        load(home, text, env)
-    message = str(info.value)
-    assert "\n" not in message
-    return message
+from support.config_files import error_of, load
 
 
 def test_notify_command_from_the_file_and_the_environment(tmp_path: Path) -> None:
