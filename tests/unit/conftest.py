@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -60,6 +61,25 @@ def write_metrics() -> Callable[..., Path]:
         return path
 
     return _write
+
+
+@pytest.fixture
+def children() -> Iterator[list[subprocess.Popen]]:
+    """Children started by a test: on teardown each is SIGKILLed with its process group
+    (when it leads one, as a launched trainer does) and reaped."""
+    procs: list[subprocess.Popen] = []
+    yield procs
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            proc.wait(timeout=10)
+        except (subprocess.TimeoutExpired, ChildProcessError):
+            pass
 
 
 @pytest.fixture

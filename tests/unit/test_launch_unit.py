@@ -63,22 +63,6 @@ def data_yaml(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def children() -> Iterator[list[subprocess.Popen]]:
-    """Children started by a test; their process groups are SIGKILLed on teardown."""
-    procs: list[subprocess.Popen] = []
-    yield procs
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=10)
-        except (subprocess.TimeoutExpired, ChildProcessError):
-            pass
-
-
 def _start_child(children, code: str) -> subprocess.Popen:
     """A Python child leading its own session; returns once it printed 'ready'."""
     proc = subprocess.Popen(

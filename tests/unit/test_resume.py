@@ -78,18 +78,6 @@ def data_yaml(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def children() -> Iterator[list[subprocess.Popen]]:
-    procs: list[subprocess.Popen] = []
-    yield procs
-    for proc in procs:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.wait(timeout=10)
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "runs"
     root.mkdir()

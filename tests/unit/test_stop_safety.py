@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -25,16 +24,6 @@ from rgpu_tui.core.stop_target import START_AFTER_S, START_BEFORE_S, verify
 from .test_launch_unit import SLEEPER, _start_child, _status_for
 
 MUST_NOT_WAIT = dict(sleep=lambda s: pytest.fail("must not wait: nothing may be signalled"))
-
-
-@pytest.fixture
-def children() -> Iterator[list[subprocess.Popen]]:
-    procs: list[subprocess.Popen] = []
-    yield procs
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
 
 
 def created(pid: int) -> float:
