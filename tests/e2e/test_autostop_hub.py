@@ -44,11 +44,15 @@ def make_run(root: Path, name: str = "exp1", seed: int = 1) -> Path:
 
 def info(run: Path) -> RunInfo:
     return RunInfo(
-        run_dir=str(run), name=run.name, state="completed", status_state="completed", pid=None,
-        pid_alive=None, current_epoch=1, total_epochs=1, progress=1.0, eta_seconds=None,
-        elapsed_seconds=None, mean_epoch_seconds=None, best_metric=None, best_metric_name=None,
-        best_epoch=None, updated_at=None, error=None, activity=1_700_000_000.0,
-    )  # fmt: skip
+        run_dir=str(run),
+        name=run.name,
+        state="completed",
+        status_state="completed",
+        current_epoch=1,
+        total_epochs=1,
+        progress=1.0,
+        activity=1_700_000_000.0,
+    )
 
 
 @pytest.fixture

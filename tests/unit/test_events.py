@@ -32,18 +32,9 @@ def run(name: str = "exp1", state: str = "running", pid: int | None = 100, **kw)
         state=state,
         status_state="running" if state in ("dead", "stalled") else state,
         pid=pid,
-        pid_alive=None,
         current_epoch=3,
         total_epochs=10,
         progress=0.3,
-        eta_seconds=None,
-        elapsed_seconds=None,
-        mean_epoch_seconds=None,
-        best_metric=None,
-        best_metric_name=None,
-        best_epoch=None,
-        updated_at=None,
-        error=None,
         activity=NOW - 10,
     )
     fields.update(kw)

@@ -115,14 +115,6 @@ def test_the_token_never_reaches_the_command(tmp_path: Path, notifiers, monkeypa
         current_epoch=1,
         total_epochs=2,
         progress=0.5,
-        eta_seconds=None,
-        elapsed_seconds=None,
-        mean_epoch_seconds=None,
-        best_metric=None,
-        best_metric_name=None,
-        best_epoch=None,
-        updated_at=None,
-        error=None,
     )
     engine = EventEngine(pushes=False, token=hf_token())
 

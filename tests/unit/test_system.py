@@ -86,19 +86,6 @@ def run_info(run_dir: Path) -> RunInfo:
         name=run_dir.name,
         state="running",
         status_state="running",
-        pid=None,
-        pid_alive=None,
-        current_epoch=None,
-        total_epochs=None,
-        progress=None,
-        eta_seconds=None,
-        elapsed_seconds=None,
-        mean_epoch_seconds=None,
-        best_metric=None,
-        best_metric_name=None,
-        best_epoch=None,
-        updated_at=None,
-        error=None,
     )
 
 
