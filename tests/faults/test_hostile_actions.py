@@ -15,6 +15,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -305,13 +307,10 @@ def test_fifos_never_hang_a_launch(tmp_path) -> None:
 # -- a push killed by SIGTERM ----------------------------------------------------------
 
 
-def test_a_push_killed_by_sigterm_records_interrupted_and_the_next_completes(hub, tmp_path) -> None:
-    """`rgpu-tui push` gets SIGTERM while the Hub holds its upload: one complete record
-    "interrupted by SIGTERM", its staging copy removed, nothing committed, exit 143; the
-    next push completes."""
-    run = make_hub_run(tmp_path / "runs", size=2_000_000)
-    hub.stall_put_s = 60
-    home = tmp_path / "home"
+@contextmanager
+def uploading_push(hub, run: Path, home: Path) -> Iterator[subprocess.Popen]:
+    """`rgpu-tui push RUN` as a subprocess, given once the Hub holds its upload (set
+    hub.stall_put_s first); killed on the way out if it still runs."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -325,16 +324,26 @@ def test_a_push_killed_by_sigterm_records_interrupted_and_the_next_completes(hub
     try:
         deadline = time.monotonic() + 30
         while not hub.puts:  # the checkpoint reached the Hub, which holds the answer
-            assert proc.poll() is None, "the push ended before SIGTERM"
+            assert proc.poll() is None, "the push ended before its upload"
             assert time.monotonic() < deadline, "the upload never started"
             time.sleep(0.02)
-        assert any(f".{proc.pid}." in n for n in staging_files(run))
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_push_killed_by_sigterm_records_interrupted_and_the_next_completes(hub, tmp_path) -> None:
+    """`rgpu-tui push` gets SIGTERM while the Hub holds its upload: one complete record
+    "interrupted by SIGTERM", its staging copy removed, nothing committed, exit 143; the
+    next push completes."""
+    run = make_hub_run(tmp_path / "runs", size=2_000_000)
+    hub.stall_put_s = 60
+    with uploading_push(hub, run, tmp_path / "home") as proc:
+        assert any(f".{proc.pid}." in n for n in staging_files(run))
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM
     assert err.decode() == "rgpu-tui: push interrupted by SIGTERM (recorded)\n"
     [record] = records(run)
@@ -357,27 +366,9 @@ def test_a_push_killed_by_sigterm_records_interrupted_and_the_next_completes(hub
 def test_a_push_interrupted_by_ctrl_c_is_recorded_without_a_traceback(hub, tmp_path) -> None:
     run = make_hub_run(tmp_path / "runs", size=2_000_000)
     hub.stall_put_s = 60
-    home = tmp_path / "home"
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "HF_ENDPOINT": hub.url,
-        "HF_TOKEN": WRITE_TOKEN,
-        "HF_HUB_DISABLE_XET": "1",
-    }
-    argv = [sys.executable, "-m", "rgpu_tui", "push", str(run), "--repo", REPO, "--settle", "0.05"]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while not hub.puts:
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
+    with uploading_push(hub, run, tmp_path / "home") as proc:
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 128 + signal.SIGINT
     assert err.decode() == "rgpu-tui: push interrupted by SIGINT (recorded)\n"
     [record] = records(run)
