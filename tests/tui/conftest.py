@@ -19,6 +19,8 @@ from types import SimpleNamespace
 
 import psutil
 import pytest
+from e2e.test_hub_push import WRITE_TOKEN
+from support.hub_server import HubServer
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 
@@ -188,3 +190,19 @@ def steady_machine(monkeypatch: pytest.MonkeyPatch) -> None:
         "disk_usage",
         lambda path: SimpleNamespace(total=250 * GIB, used=170 * GIB, free=80 * GIB),
     )
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """The local Hub server (alice, in org team, holds WRITE_TOKEN) as this process's
+    HF_ENDPOINT and HF_TOKEN."""
+    server = HubServer(str(tmp_path / "hub-storage"))
+    server.add_token(WRITE_TOKEN, "alice", orgs=("team",))
+    server.start()
+    monkeypatch.setenv("HF_ENDPOINT", server.url)
+    monkeypatch.setenv("HF_TOKEN", WRITE_TOKEN)
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -45,3 +45,8 @@ def rendered(widget) -> str:
     if hasattr(out, "renderables"):  # rich Group
         return "\n".join(r.plain if isinstance(r, Text) else str(r) for r in out.renderables)
     return str(out)
+
+
+def notices(app) -> list[str]:
+    """The messages of the notices the app is showing now."""
+    return [str(n.message) for n in app._notifications]

@@ -32,7 +32,7 @@ from rgpu_tui.tui.fleet.host_screen import HostScreen
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
 
 from .conftest import iso
-from .helpers import make_app, rendered, wait_for
+from .helpers import make_app, notices, rendered, wait_for
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 
@@ -165,10 +165,6 @@ def bring_up(app: FleetApp, runs_root, machines, selected: dict | None = None) -
 
 def table_text(app: FleetApp) -> str:
     return rendered(app.table)
-
-
-def notices(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 async def test_the_table_lists_every_host_with_its_runs_money_and_why_one_is_down(

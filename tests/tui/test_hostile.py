@@ -24,7 +24,7 @@ from rgpu_tui.core.config import Settings
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
 
-from .helpers import rendered, wait_for
+from .helpers import notices, rendered, wait_for
 
 
 def _app(root: Path, **settings) -> RgpuApp:
@@ -36,10 +36,6 @@ def _strips_text(widget) -> str:
     return "\n".join(
         "".join(seg.text for seg in widget.render_line(y)) for y in range(widget.size.height)
     )
-
-
-def _notices(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
 
 
 async def test_every_pane_shows_control_sequences_visibly(tmp_path: Path) -> None:
@@ -126,8 +122,8 @@ async def test_a_run_named_with_markup_in_a_notice_and_a_pick_list(tmp_path: Pat
         await wait_for(pilot, lambda: app.snapshot is not None)
         # p: no best.pt or last.pt -> a notice naming the path (markup would raise here)
         await pilot.press("p")
-        await wait_for(pilot, lambda: any("does not exist" in n for n in _notices(app)))
-        [notice] = [n for n in _notices(app) if "does not exist" in n]
+        await wait_for(pilot, lambda: any("does not exist" in n for n in notices(app)))
+        [notice] = [n for n in notices(app) if "does not exist" in n]
         assert "[@click=app.quit]x[bold]^[]0;T^G/weights/" in notice
         # P: the weights file is a choice, shown as typed
         await pilot.press("P")

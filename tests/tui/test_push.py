@@ -11,9 +11,8 @@ import shutil
 import threading
 
 import pytest
-from e2e.test_hub_push import HF, TOKENS, WRITE_TOKEN, make_run, token_nowhere
+from e2e.test_hub_push import HF, TOKENS, make_run, token_nowhere
 from support.checkpoints import checkpoint_bytes
-from support.hub_server import HubServer
 from textual.widgets import OptionList
 
 from rgpu_tui.core.config import Settings
@@ -22,25 +21,7 @@ from rgpu_tui.core.push_records import read_pushes
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen
 
-from .helpers import rendered, wait_for
-
-
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    server = HubServer(str(tmp_path / "hub-storage"))
-    server.add_token(WRITE_TOKEN, "alice", orgs=("team",))
-    server.start()
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.setenv("HF_TOKEN", WRITE_TOKEN)
-    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def notices(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+from .helpers import notices, rendered, wait_for
 
 
 async def test_p_pushes_best_pt_and_the_header_says_so(tmp_path, hub):

@@ -5,30 +5,13 @@ from __future__ import annotations
 
 import os
 
-import pytest
-from e2e.test_hub_push import WRITE_TOKEN, make_run
-from support.hub_server import HubServer
+from e2e.test_hub_push import make_run
 
 from rgpu_tui.core.config import Settings
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen
 
-from .helpers import wait_for
-from .test_push import notices
-
-
-@pytest.fixture
-def hub(tmp_path, monkeypatch):
-    server = HubServer(str(tmp_path / "hub-storage"))
-    server.add_token(WRITE_TOKEN, "alice")
-    server.start()
-    monkeypatch.setenv("HF_ENDPOINT", server.url)
-    monkeypatch.setenv("HF_TOKEN", WRITE_TOKEN)
-    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-    try:
-        yield server
-    finally:
-        server.stop()
+from .helpers import notices, wait_for
 
 
 async def test_an_artifact_outside_the_run_is_skipped_and_the_notice_says_so(tmp_path, hub):

@@ -20,7 +20,7 @@ from rgpu_tui.core.launch_records import read_launches
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen
 
-from .helpers import wait_for
+from .helpers import notices, wait_for
 
 PY = sys.executable
 
@@ -85,10 +85,6 @@ def project(tmp_path: Path, monkeypatch):
             pass
 
 
-def _notices(app) -> list[str]:
-    return [str(n.message) for n in app._notifications]
-
-
 async def _select(pilot, app, name: str) -> None:
     await wait_for(pilot, lambda: app.snapshot is not None and len(app.snapshot.runs) == 2)
     names = [r.name for r in app.snapshot.runs]
@@ -118,7 +114,7 @@ async def test_r_confirms_with_the_command_and_resumes_in_place(project: Path) -
         ]
         assert not (run / "fake_argv.json").exists()  # nothing started before enter
         await pilot.press("enter")
-        await wait_for(pilot, lambda: any(n.startswith("Resumed dead (pid") for n in _notices(app)))
+        await wait_for(pilot, lambda: any(n.startswith("Resumed dead (pid") for n in notices(app)))
         await wait_for(pilot, lambda: (run / "fake_argv.json").exists())
         assert json.loads((run / "fake_argv.json").read_text()) == shlex.split(command)
         (record,) = read_launches(str(project))
@@ -151,7 +147,7 @@ async def test_r_refuses_a_completed_run(project: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await _select(pilot, app, "done")
         await pilot.press("r")
-        await wait_for(pilot, lambda: "done completed: nothing to resume." in _notices(app))
+        await wait_for(pilot, lambda: "done completed: nothing to resume." in notices(app))
         assert not isinstance(app.screen, ConfirmScreen)
         assert read_launches(str(project)) == []
 
@@ -162,8 +158,8 @@ async def test_r_without_last_pt_says_so_in_one_line(project: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await _select(pilot, app, "dead")
         await pilot.press("r")
-        await wait_for(pilot, lambda: any("Not resumed" in n for n in _notices(app)))
-        (notice,) = [n for n in _notices(app) if "Not resumed" in n]
+        await wait_for(pilot, lambda: any("Not resumed" in n for n in notices(app)))
+        (notice,) = [n for n in notices(app) if "Not resumed" in n]
         assert notice.startswith("Not resumed: dead: no weights/last.pt: nothing to resume from")
         assert "\n" not in notice
         assert not isinstance(app.screen, ConfirmScreen)
@@ -178,5 +174,5 @@ async def test_r_refuses_a_running_run(runs_root) -> None:
         run = app.snapshot.selected_run
         assert run.state == "running"
         await pilot.press("r")
-        await wait_for(pilot, lambda: f"{run.name} is running." in _notices(app))
+        await wait_for(pilot, lambda: f"{run.name} is running." in notices(app))
         assert not isinstance(app.screen, ConfirmScreen)
