@@ -682,8 +682,12 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return found
 
-    def _files_at(self, found: Repo, rev: str) -> tuple[str, dict[str, StoredFile]] | None:
-        """(commit oid, tree) of `rev` ("main" or a commit oid); None after a 404."""
+    def _files_at(self, repo: str, rev: str) -> tuple[str, dict[str, StoredFile]] | None:
+        """(commit oid, tree) of `rev` ("main" or a commit oid) in a repo the caller may
+        read; None after the error answer (401, 404)."""
+        found = self._repo_for_read(repo)
+        if found is None:
+            return None
         with self.hub.lock:
             commits = list(found.commits)
         if rev == "main":
@@ -720,10 +724,7 @@ class _Handler(BaseHTTPRequestHandler):
         return {"type": "directory", "oid": git_blob_sha1(path.encode()), "size": 0, "path": path}
 
     def _tree(self, repo, rev, path, query) -> None:
-        found = self._repo_for_read(repo)
-        if found is None:
-            return
-        at = self._files_at(found, rev)
+        at = self._files_at(repo, rev)
         if at is None:
             return
         _commit, files = at
@@ -748,10 +749,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _paths_info(self, repo, rev, query) -> None:
         form = parse_qs(self._body().decode())
-        found = self._repo_for_read(repo)
-        if found is None:
-            return
-        at = self._files_at(found, rev)
+        at = self._files_at(repo, rev)
         if at is None:
             return
         _commit, files = at
@@ -765,10 +763,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, out)
 
     def _resolve(self, repo, rev, path, query) -> None:
-        found = self._repo_for_read(repo)
-        if found is None:
-            return
-        at = self._files_at(found, rev)
+        at = self._files_at(repo, rev)
         if at is None:
             return
         commit, files = at
