@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
+from support.secrets import tokens_nowhere
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 ARTIFACTS = ("status.json", "metrics.jsonl", "results.csv", "summary.json", "train_config.yaml")
@@ -77,16 +78,7 @@ def stats(root: Path) -> dict[str, tuple[int, int]]:
 
 
 def token_nowhere(*places) -> None:
-    for place in places:
-        if isinstance(place, Path):
-            paths = [place] if place.is_file() else [p for p in place.rglob("*") if p.is_file()]
-            for path in paths:
-                data = path.read_bytes()
-                for token in TOKENS:
-                    assert token.encode() not in data, f"token found in {path}"
-        else:
-            for token in TOKENS:
-                assert token not in place
+    tokens_nowhere(TOKENS, *places)
 
 
 def one_line(text: str) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
+from support.secrets import tokens_nowhere
 
 from rgpu_tui.core.auto_push import AutoPushState, auto_push_requests
 from rgpu_tui.core.checkpoints import checkpoint_epoch_metric
@@ -96,16 +97,7 @@ def rewrite_in_place(path: Path, data: bytes, chunk: int = 0, pause: float = 0.0
 
 
 def token_nowhere(*places) -> None:
-    for place in places:
-        if isinstance(place, Path):
-            paths = [place] if place.is_file() else [p for p in place.rglob("*") if p.is_file()]
-            for path in paths:
-                data = path.read_bytes()
-                for token in TOKENS:
-                    assert token.encode() not in data, f"token found in {path}"
-        else:
-            for token in TOKENS:
-                assert token not in place
+    tokens_nowhere(TOKENS, *places)
 
 
 def free_port() -> int:
