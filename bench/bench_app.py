@@ -443,7 +443,7 @@ def panes_report(positions: dict, layout: dict) -> dict:
 
 def layout_child(root: str, cols: int, rows: int, gpus: int, price: bool) -> dict:
     """The panes' rows in a headless run of the app at this size (for --rows-report)."""
-    from rgpu_tui.core.config import Settings
+    from rgpu_tui.core.base.config import Settings
     from rgpu_tui.tui.app import RgpuApp
 
     settings = Settings(price_per_hour=float(PRICE)) if price else None
@@ -605,7 +605,7 @@ def memory_child(kind: str, base: str, seconds: int, gpus: int, price: bool) -> 
     res: dict = {"kind": kind, "simulated_seconds": seconds}
     if kind == "app":
         from rgpu_tui.tui.app import RgpuApp  # noqa: F401  (Textual in the baseline)
-    from rgpu_tui.core.collect import Collector
+    from rgpu_tui.core.picture.collect import Collector
 
     root = Path(base) / "runs"
     run_dir = root / LIVE_RUN
@@ -615,7 +615,7 @@ def memory_child(kind: str, base: str, seconds: int, gpus: int, price: bool) -> 
     rep.start(now=t0)
     res["rss_mb_imports"] = rss_mb()
     app = None
-    from rgpu_tui.core.config import Settings
+    from rgpu_tui.core.base.config import Settings
 
     settings = Settings(price_per_hour=float(PRICE)) if price else Settings()
     if kind == "app":

@@ -6,7 +6,7 @@ Three "machines" (tests/support/ssh_server.py: asyncssh servers on 127.0.0.1 tha
 bench/replay.py (one epoch every 2 s, 10 train.log lines a second, 200 epochs of history:
 the stress case of bench_app.py) and simulated GPUs. The real OpenSSH client reaches each
 one through a byte-counting TCP relay, so what is counted is what crosses the link:
-encrypted SSH packets, both ways. One core.fleet.HostLink per host (what `fleet` and the
+encrypted SSH packets, both ways. One core.fleet.fleet.HostLink per host (what `fleet` and the
 fleet screen use) keeps each host's snapshot up to date.
 
 After `--warmup` seconds (the connection, the first full snapshot) it measures over
@@ -48,8 +48,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from support.ssh_server import SshKeys, SshServer  # noqa: E402
 
-from rgpu_tui.core.fleet import HostLink  # noqa: E402
-from rgpu_tui.core.hosts import HostSpec  # noqa: E402
+from rgpu_tui.core.base.hosts import HostSpec  # noqa: E402
+from rgpu_tui.core.fleet.fleet import HostLink  # noqa: E402
 
 REPLAY = HERE / "replay.py"
 FIXTURE_RUN = HERE.parent / "tests" / "fixtures" / "run_completed"

@@ -33,9 +33,9 @@ import time
 
 import benchlib
 
-from rgpu_tui.core import gpu_procs
-from rgpu_tui.core.gpu_procs import DeviceReading, ProcessAttributor
-from rgpu_tui.core.snapshot import GpuDevice, RunInfo
+from rgpu_tui.core.machine import gpu_procs
+from rgpu_tui.core.machine.gpu_procs import DeviceReading, ProcessAttributor
+from rgpu_tui.core.model.snapshot import GpuDevice, RunInfo
 
 
 def _forever() -> None:

@@ -340,7 +340,7 @@ class RgpuBytes:
 
 
 def bench_rgpu(root: Path, run_dir: Path, live: LiveRun, iterations: int, profile: bool) -> dict:
-    from rgpu_tui.core.watch import RunsWatcher
+    from rgpu_tui.core.picture.watch import RunsWatcher
 
     watcher = RunsWatcher(str(root))
     t0 = time.perf_counter()
@@ -564,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     try:
-        import rgpu_tui.core.watch  # noqa: F401
+        import rgpu_tui.core.picture.watch  # noqa: F401
     except ImportError:
         sys.exit("rgpu_tui is not importable: run with the project's venv (pip install -e .)")
 

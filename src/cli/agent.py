@@ -1,7 +1,7 @@
 """`rgpu-tui agent [ROOT]`: the remote end of `rgpu-tui fleet`, run by `ssh HOST`.
 
 JSON lines on stdout (hello, the full Snapshot, then deltas), commands on stdin; the
-protocol and the loop are core.agent's. What it says about itself that is not a line of
+protocol and the loop are core.fleet.agent's. What it says about itself that is not a line of
 the protocol (a settings warning) goes to stderr, which the fleet shows when the agent
 does not start.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..core.config import add_settings_flags
+from ..core.base.config import add_settings_flags
 from .app import INTERVAL_RANGE
 from .gpus import add_gpu_source_flags, gpu_source_or_none
 from .numbers import OneLineParser, number
@@ -51,10 +51,10 @@ def cmd_agent(argv: list[str]) -> int:
     if choice is None:
         return 2
 
-    from ..core.agent import Agent, LineWriter
-    from ..core.collect import Collector
-    from ..core.headless import Stop
-    from ..core.snapshot_json import LOG_TAIL_LEN
+    from ..core.base.headless import Stop
+    from ..core.fleet.agent import Agent, LineWriter
+    from ..core.picture.collect import Collector
+    from ..core.picture.snapshot_json import LOG_TAIL_LEN
 
     # the fleet quotes ROOT for the remote shell, so a ~ arrives as typed
     root = os.path.abspath(os.path.expanduser(args.path))

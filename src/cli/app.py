@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..core.config import add_settings_flags
+from ..core.base.config import add_settings_flags
 from .gpus import add_gpu_source_flags, gpu_source
 from .numbers import OneLineParser, number
 from .options import DEFAULT_ROOT, settings_or_none

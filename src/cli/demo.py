@@ -1,12 +1,12 @@
 """`rgpu-tui demo`: train yolo9-t for real on the CPU and watch it in the app. The steps
 (libreyolo here, the dataset, the doctor, the launch, the wait, what to say afterwards) are
-core.demo's; here the arguments are read, the lines printed and the app run."""
+core.launch.demo's; here the arguments are read, the lines printed and the app run."""
 
 from __future__ import annotations
 
 import sys
 
-from ..core.config import add_settings_flags
+from ..core.base.config import add_settings_flags
 from .gpus import add_gpu_source_flags, gpu_source_or_none
 from .numbers import OneLineParser, number
 from .options import settings_or_none
@@ -42,7 +42,7 @@ def cmd_demo(argv: list[str]) -> int:
     choice = gpu_source_or_none(args)  # before anything starts: a bad value starts nothing
     if choice is None:
         return 2
-    from ..core import demo as steps
+    from ..core.launch import demo as steps
 
     try:
         demo = steps.launch_demo(

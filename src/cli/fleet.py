@@ -1,7 +1,8 @@
 """`rgpu-tui fleet [HOST[:ROOT]]...`: every machine at once, over SSH.
 
-Each host is one `ssh ... HOST rgpu-tui agent ROOT` (core.hosts builds the argv, core.fleet
-keeps the link); the hosts come from the arguments or the config's [[hosts]] tables.
+Each host is one `ssh ... HOST rgpu-tui agent ROOT` (core.base.hosts builds the argv,
+core.fleet.fleet keeps the link); the hosts come from the arguments or the config's [[hosts]]
+tables.
 In a terminal it opens the fleet's screen (tui.fleet: a live hosts table, `enter` for a
 host's full view); `--json` prints one fleet snapshot and `--once` a plain table, each
 once (so does a run whose stdout is not a terminal: a script gets the table).
@@ -13,7 +14,7 @@ import json
 import os
 import sys
 
-from ..core.config import add_settings_flags, default_config_path
+from ..core.base.config import add_settings_flags, default_config_path
 from .numbers import OneLineParser, number
 from .options import settings_or_none
 
@@ -67,8 +68,8 @@ def cmd_fleet(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    from ..core.fleet import Fleet
-    from ..core.hosts import parse_host_arg
+    from ..core.base.hosts import parse_host_arg
+    from ..core.fleet.fleet import Fleet
 
     try:
         specs = [parse_host_arg(arg, settings.hosts) for arg in args.hosts] or list(settings.hosts)
@@ -115,7 +116,7 @@ def cmd_fleet(argv: list[str]) -> int:
 def _screen(specs, args) -> int:
     """The live fleet screen; the links end (their agents exit, runs untouched) after the
     terminal is given back."""
-    from ..core.fleet import Fleet
+    from ..core.fleet.fleet import Fleet
     from ..tui.fleet.app import FleetApp
 
     def make_fleet(on_change):

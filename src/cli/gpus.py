@@ -1,7 +1,7 @@
 """The GPU-source flags (`--fake-gpus N`, `--gpu-replay FILE`) of the app, snapshot and demo,
 and `rgpu-tui snapshot --record-gpus FILE --seconds N`: record NVML's GPUs for a bug report
 or a replay (`--gpu-replay FILE`). Argument checks and messages only; the choice is
-core.gpu_source.choose_gpu_source, the recorder core.gpu_replay.record_gpus."""
+core.machine.gpu_source.choose_gpu_source, the recorder core.machine.gpu_replay.record_gpus."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when used: the flags are on every command's parser
-    from ..core.gpu_source import GpuSourceChoice
+    from ..core.machine.gpu_source import GpuSourceChoice
 
 
 def add_gpu_source_flags(p: argparse.ArgumentParser) -> None:
@@ -34,7 +34,7 @@ def add_gpu_source_flags(p: argparse.ArgumentParser) -> None:
 def gpu_source(args) -> GpuSourceChoice:
     """The GPU source the flags and environment ask for; ValueError with one line for a bad
     value or two sources at once."""
-    from ..core.gpu_source import choose_gpu_source
+    from ..core.machine.gpu_source import choose_gpu_source
 
     return choose_gpu_source(args.fake_gpus, args.gpu_replay)
 
@@ -50,8 +50,8 @@ def gpu_source_or_none(args) -> GpuSourceChoice | None:
 
 def record_command(path: str, seconds: float, choice: GpuSourceChoice) -> int:
     """0 when recorded; 2 for a bad request; 1 when NVML had nothing to record."""
-    from ..core.gpu_replay import MAX_RECORD_SECONDS, RecordingError, record_gpus
-    from ..core.text import printable
+    from ..core.base.text import printable
+    from ..core.machine.gpu_replay import MAX_RECORD_SECONDS, RecordingError, record_gpus
 
     if not choice.nvml:
         print(

@@ -13,10 +13,10 @@ from contextlib import contextmanager
 
 @contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """Within the block, SIGTERM raises core.push.Interrupted("SIGTERM") (once: a second
+    """Within the block, SIGTERM raises core.hub.push.Interrupted("SIGTERM") (once: a second
     SIGTERM while the record is written is ignored). Signals only reach the main thread:
     elsewhere (a test calling main() from a thread) nothing changes."""
-    from ..core.push import Interrupted
+    from ..core.hub.push import Interrupted
 
     def terminated(signum, frame) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -1,7 +1,7 @@
 """`rgpu-tui launch KEY=VALUE...` (start `libreyolo train` detached, after `libreyolo doctor`)
 and `rgpu-tui stop RUN_DIR` (SIGINT, SIGTERM, SIGKILL): the commands that start and stop a
-run. The launch, the wait for its run directory and the stop are core's (core.launch,
-core.launch_wait, core.stop); here the arguments are read and the results printed."""
+run. The launch, the wait for its run directory and the stop are core's (core.launch.launch,
+core.launch.launch_wait, core.launch.stop); here the arguments are read and the results printed."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from ..core.config import add_settings_flags
+from ..core.base.config import add_settings_flags
 from .numbers import OneLineParser, number
 from .options import DEFAULT_ROOT, settings_or_none
 
@@ -44,7 +44,7 @@ def launch_parser() -> argparse.ArgumentParser:
 
 def _launch_fields(args) -> dict:
     """KEY=VALUE items -> make_spec keyword arguments (unknown keys go to extra)."""
-    from ..core.launch_spec import LaunchError, arg_key
+    from ..core.launch.launch_spec import LaunchError, arg_key
 
     fields: dict = {"extra": []}
     for item in args.args:
@@ -80,7 +80,7 @@ def _print_launch(record, state, hf) -> None:
 
 
 def _print_died(state) -> None:
-    from ..core.launch_wait import died_lines
+    from ..core.launch.launch_wait import died_lines
 
     first, *rest = died_lines(state)
     print(f"rgpu-tui: {first}", file=sys.stderr)
@@ -108,9 +108,9 @@ def cmd_launch(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    from ..core.doctor import run_doctor
-    from ..core.launch import launch
-    from ..core.launch_spec import (
+    from ..core.launch.doctor import run_doctor
+    from ..core.launch.launch import launch
+    from ..core.launch.launch_spec import (
         LaunchError,
         gpu_count_from_nvml,
         hf_status,
@@ -118,7 +118,7 @@ def cmd_launch(argv: list[str]) -> int:
         libreyolo_missing,
         make_spec,
     )
-    from ..core.launch_wait import wait_for_run_dir
+    from ..core.launch.launch_wait import wait_for_run_dir
 
     try:
         fields = _launch_fields(args)
@@ -182,8 +182,8 @@ def cmd_stop(argv: list[str]) -> int:
     if not os.path.isdir(args.run_dir):
         print(f"rgpu-tui: {args.run_dir}: not a directory", file=sys.stderr)
         return 2
-    from ..core.stop import stop_run
-    from ..core.text import printable
+    from ..core.base.text import printable
+    from ..core.launch.stop import stop_run
 
     nexts = {"sigint": "SIGTERM", "sigterm": "SIGKILL"}
     last = {"phase": None, "tick": None}

@@ -1,5 +1,5 @@
 """What several commands share: the default runs root, the settings from the flags
-(`--config`, `--price-per-hour`, ...: core.config) with their errors and warnings printed,
+(`--config`, `--price-per-hour`, ...: core.base.config) with their errors and warnings printed,
 the Hub's `--timeout` (push, pull), and file sizes as people read them."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..core.config import ConfigError, settings_from_args
+from ..core.base.config import ConfigError, settings_from_args
 from .numbers import number
 
 DEFAULT_ROOT = "./runs"

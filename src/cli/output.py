@@ -1,7 +1,7 @@
 """The sub-commands' output boundary: everything `rgpu-tui snapshot`, `cost`, `push`,
 `launch`, `stop`, `preflight` and `demo` print passes one stream wrapper.
 
-- Run-derived text is made printable (`core.text.printable`, newlines kept): a run name,
+- Run-derived text is made printable (`core.base.text.printable`, newlines kept): a run name,
   path, error or console-log line holding ESC sequences shows as ``^[``, a
   surrogate-escaped byte of a non-UTF-8 file name as ``\\xff``. Nothing reaches the
   terminal raw, and nothing fails to encode (under PYTHONIOENCODING=utf-8 a lone surrogate
@@ -24,7 +24,7 @@ import functools
 import os
 import sys
 
-from ..core.text import printable
+from ..core.base.text import printable
 
 
 class InertStream:

@@ -1,4 +1,4 @@
-"""`rgpu-tui preflight`: can torch use every GPU (core.gpu_probe does the check)."""
+"""`rgpu-tui preflight`: can torch use every GPU (core.launch.gpu_probe does the check)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def cmd_preflight(argv: list[str]) -> int:
         help="seconds the check may take, 5 to 3600 (default 120)",
     )
     args = p.parse_args(argv)
-    from ..core.gpu_probe import gpu_preflight, preflight_to_text
+    from ..core.launch.gpu_probe import gpu_preflight, preflight_to_text
 
     report = gpu_preflight(timeout=args.timeout)
     if args.json:

@@ -1,4 +1,4 @@
-"""`rgpu-tui pull REPO RUN`: argument parsing and printing; the work is core.hub_pull."""
+"""`rgpu-tui pull REPO RUN`: argument parsing and printing; the work is core.hub.hub_pull."""
 
 from __future__ import annotations
 
@@ -51,9 +51,9 @@ def cmd_pull(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    from ..core.hub_pull import ALREADY_HERE, DOWNLOADED, PullArgumentError, pull
-    from ..core.push import Interrupted
-    from ..core.text import printable
+    from ..core.base.text import printable
+    from ..core.hub.hub_pull import ALREADY_HERE, DOWNLOADED, PullArgumentError, pull
+    from ..core.hub.push import Interrupted
 
     hub_path = args.hub_path if args.hub_path is not None else settings.hub_path
 

@@ -1,5 +1,5 @@
 """`rgpu-tui push RUN_DIR`: push one checkpoint of a run to the Hugging Face Hub (the push
-itself is core.push.push; SIGTERM and Ctrl-C interrupt it and are recorded)."""
+itself is core.hub.push.push; SIGTERM and Ctrl-C interrupt it and are recorded)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from ..core.config import add_settings_flags
+from ..core.base.config import add_settings_flags
 from .interrupts import interrupted, sigterm_interrupts
 from .numbers import OneLineParser, number
 from .options import add_hub_timeout_flag, human_bytes, settings_or_none
@@ -57,8 +57,8 @@ def cmd_push(argv: list[str]) -> int:
         return 2
     import dataclasses
 
-    from ..core.push import Interrupted, PushRequest, file_for_arg, push
-    from ..core.text import printable
+    from ..core.base.text import printable
+    from ..core.hub.push import Interrupted, PushRequest, file_for_arg, push
 
     if args.repo:
         settings = dataclasses.replace(settings, hub_repo=args.repo.strip())

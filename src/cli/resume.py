@@ -1,6 +1,6 @@
 """`rgpu-tui resume RUN_DIR`: continue a DEAD or FAILED run from its weights/last.pt, in its
 own directory, detached like `launch`. The checks, the command and the start are core's
-(core.resume); here the arguments are read and the result printed."""
+(core.launch.resume); here the arguments are read and the result printed."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from ..core.config import add_settings_flags
+from ..core.base.config import add_settings_flags
 from .launch import LAUNCH_WAIT_RANGE, _print_died
 from .numbers import OneLineParser, number
 from .options import settings_or_none
@@ -53,9 +53,9 @@ def cmd_resume(argv: list[str]) -> int:
     args = resume_parser().parse_args(argv)
     if settings_or_none(args) is None:
         return 2
-    from ..core.launch_spec import hf_status
-    from ..core.launch_wait import wait_for_run_dir
-    from ..core.resume import ResumeError, start_resume
+    from ..core.launch.launch_spec import hf_status
+    from ..core.launch.launch_wait import wait_for_run_dir
+    from ..core.launch.resume import ResumeError, start_resume
 
     try:
         plan, record = start_resume(args.run_dir, data=args.data, device=args.device)

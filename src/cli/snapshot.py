@@ -9,7 +9,7 @@ import os
 import sys
 import time
 
-from ..core.config import add_settings_flags
+from ..core.base.config import add_settings_flags
 from .gpus import add_gpu_source_flags, gpu_source_or_none
 from .options import DEFAULT_ROOT, settings_or_none
 
@@ -40,9 +40,9 @@ def _snapshot_parser() -> argparse.ArgumentParser:
 
 def cmd_snapshot(argv: list[str]) -> int:
     args = _snapshot_parser().parse_args(argv)
-    from ..core.collect import Collector
-    from ..core.snapshot_json import snapshot_to_json
-    from ..core.snapshot_text import snapshot_to_text
+    from ..core.picture.collect import Collector
+    from ..core.picture.snapshot_json import snapshot_to_json
+    from ..core.picture.snapshot_text import snapshot_to_text
 
     choice = gpu_source_or_none(args)
     if choice is None:
@@ -99,13 +99,13 @@ def cmd_cost(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    from ..core.cost import cost_once, cost_to_text, disk_gb_for, disk_view
-    from ..core.snapshot_json import cost_to_json
+    from ..core.picture.cost import cost_once, cost_to_text, disk_gb_for, disk_view
+    from ..core.picture.snapshot_json import cost_to_json
 
     now = time.time()
     runs, run = (), None
     if os.path.exists(args.path):
-        from ..core.watch import RunsWatcher
+        from ..core.picture.watch import RunsWatcher
 
         snap = RunsWatcher(args.path).refresh(now, selected=os.path.abspath(args.path))
         runs, run = snap.runs, snap.selected_run

@@ -2,15 +2,15 @@
 with no screen.
 
 It builds a Snapshot with the same Collector as the app every interval, hands it to the
-event engine (core.events), prints each new event as one line (or one JSON object a line
-with --json, flushed at once) and gives it to notify_command (core.notify). What it has
-reported is kept in the state file (core.event_state) so a restart repeats nothing; one
+event engine (core.away.events), prints each new event as one line (or one JSON object a line
+with --json, flushed at once) and gives it to notify_command (core.away.notify). What it has
+reported is kept in the state file (core.records.event_state) so a restart repeats nothing; one
 watcher per root (a second one exits 1). SIGINT and SIGTERM end it with status 0, after
 the state is saved and queued notifications had up to NOTIFY_DRAIN_S to go out. SIGHUP is
 left as it is (nohup ignores it). Stdout holds only events; what it says about itself
 (where its state is, a refresh that failed, the state file that cannot be written) goes
 to stderr. With autostop_command and autostop_idle_minutes set (and no --no-autostop) it
-also runs the autostop (core.autostop) after each refresh: the only process that runs
+also runs the autostop (core.away.autostop) after each refresh: the only process that runs
 that command (the app shows its countdown).
 """
 
@@ -22,8 +22,8 @@ import sys
 import threading
 import time
 
-from ..core.config import add_settings_flags
-from ..core.headless import Stop as _Stop  # SIGINT/SIGTERM wake the loop
+from ..core.base.config import add_settings_flags
+from ..core.base.headless import Stop as _Stop  # SIGINT/SIGTERM wake the loop
 from .app import INTERVAL_RANGE
 from .gpus import add_gpu_source_flags, gpu_source_or_none
 from .numbers import OneLineParser, number
@@ -96,10 +96,10 @@ def cmd_watch(argv: list[str]) -> int:
     if choice is None:
         return 2
 
-    from ..core.collect import Collector
-    from ..core.event_state import WatchLock, load_state, save_state, state_path
-    from ..core.events import EventEngine
-    from ..core.notify import Notifier, hf_token
+    from ..core.away.events import EventEngine
+    from ..core.away.notify import Notifier, hf_token
+    from ..core.picture.collect import Collector
+    from ..core.records.event_state import WatchLock, load_state, save_state, state_path
 
     root = os.path.abspath(args.path)
     state_file = state_path(root)
@@ -162,7 +162,7 @@ def cmd_watch(argv: list[str]) -> int:
 
 def _autostop(settings, root, off: bool, emit, engine, notifier, token):
     """The autostop of this watcher, or None (said on stderr either way)."""
-    from ..core.autostop import Autostop, enabled, shown_command
+    from ..core.away.autostop import Autostop, enabled, shown_command
 
     why = "autostop off (--no-autostop)" if off else enabled(settings)
     if why is not None:

@@ -19,12 +19,12 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, OptionList
 
-from ..core.auto_push import AutoPusher
-from ..core.collect import Collector
-from ..core.config import Settings
-from ..core.events import EventEngine
-from ..core.push_queue import PushQueue
-from ..core.snapshot import Snapshot
+from ..core.away.events import EventEngine
+from ..core.base.config import Settings
+from ..core.hub.auto_push import AutoPusher
+from ..core.hub.push_queue import PushQueue
+from ..core.model.snapshot import Snapshot
+from ..core.picture.collect import Collector
 from . import compat
 from .actions.push import PushActions
 from .actions.runs import RunActions
@@ -40,7 +40,7 @@ from .widgets.gpus import GpuPane
 from .widgets.push_bar import PushBar
 from .widgets.run_panes import compose_run_panes
 
-# the notices of events (core.events); the others are "information"
+# the notices of events (core.away.events); the others are "information"
 EVENT_SEVERITY = {
     "run_dead": "error",
     "run_failed": "error",
@@ -77,7 +77,7 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         fake_gpus: int | None = None,
         fake_lose: dict[int, float] | None = None,
         settings: Settings | None = None,
-        gpu_replay=None,  # a core.gpu_replay.GpuRecording: replay it instead of NVML
+        gpu_replay=None,  # a core.machine.gpu_replay.GpuRecording: replay it instead of NVML
         no_autostop: bool = False,  # hold the watcher's autostop while the app runs
     ) -> None:
         # the fast paths on Textual's internals (compat): on when this Textual allows them

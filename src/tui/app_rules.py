@@ -3,7 +3,7 @@ printable and never read as markup, and the layout classes app.tcss keys on."""
 
 from __future__ import annotations
 
-from ..core.text import printable
+from ..core.base.text import printable
 
 WIDE_COLUMNS = 140  # from here the panes sit side by side ("-wide")
 SHORT_ROWS = 32  # below this the metrics pane drops its border ("-short")

@@ -1,5 +1,5 @@
 """Run-derived text made inert at the panes' output boundaries, with core's one function
-(`core.text.printable`).
+(`core.base.text.printable`).
 
 Every row a LinePane paints, every runs-list line, the push bar, every dialog's title and
 body and every notice pass through here (the log pane makes each line printable once, when
@@ -15,7 +15,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.text import Span, Text
 
-from ..core.text import is_printable, printable
+from ..core.base.text import is_printable, printable
 
 
 def inert(row: Text, *, newlines: bool = False) -> Text:

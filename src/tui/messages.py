@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from ..core.snapshot import Snapshot
+from ..core.model.snapshot import Snapshot
 
 
 class SnapshotReady(Message):

@@ -15,13 +15,13 @@ from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
 from support.waiting import wait_until
 
-from rgpu_tui.core.autostop import Autostop
-from rgpu_tui.core.autostop_files import AutostopFiles
-from rgpu_tui.core.config import Settings
-from rgpu_tui.core.events import EventEngine
-from rgpu_tui.core.push import PushRequest, push
-from rgpu_tui.core.snapshot import CostView, RunInfo, Snapshot
-from rgpu_tui.core.weights_safety import WeightsChecker, lookup_on_hub
+from rgpu_tui.core.away.autostop import Autostop
+from rgpu_tui.core.away.events import EventEngine
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.hub.push import PushRequest, push
+from rgpu_tui.core.hub.weights_safety import WeightsChecker, lookup_on_hub
+from rgpu_tui.core.model.snapshot import CostView, RunInfo, Snapshot
+from rgpu_tui.core.records.autostop_files import AutostopFiles
 
 HF = "hf" + "_"  # assembled so that no token-shaped literal sits in the tree
 TOKEN = HF + "AutostopHubCheckTokenForTheLocalHub9"

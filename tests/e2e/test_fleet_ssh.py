@@ -26,8 +26,8 @@ from support.hub_server import HubServer
 from support.ssh_server import SshKeys, SshServer, closed_port
 from support.waiting import wait_until
 
-from rgpu_tui.core.fleet import HostLink
-from rgpu_tui.core.hosts import HostSpec
+from rgpu_tui.core.base.hosts import HostSpec
+from rgpu_tui.core.fleet.fleet import HostLink
 
 SSH = shutil.which("ssh")
 pytestmark = pytest.mark.skipif(SSH is None, reason="the OpenSSH client (ssh) is not installed")

@@ -26,13 +26,13 @@ from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
 from support.secrets import tokens_nowhere
 
-from rgpu_tui.core.auto_push import AutoPushState, auto_push_requests
-from rgpu_tui.core.checkpoints import checkpoint_epoch_metric
-from rgpu_tui.core.config import Settings
-from rgpu_tui.core.push import NO_TOKEN, PushRequest, PushResult, push
-from rgpu_tui.core.push_queue import PushEvent, PushQueue
-from rgpu_tui.core.push_records import last_push, pushes_path, read_pushes
-from rgpu_tui.core.watch import RunsWatcher
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.hub.auto_push import AutoPushState, auto_push_requests
+from rgpu_tui.core.hub.push import NO_TOKEN, PushRequest, PushResult, push
+from rgpu_tui.core.hub.push_queue import PushEvent, PushQueue
+from rgpu_tui.core.picture.watch import RunsWatcher
+from rgpu_tui.core.records.push_records import last_push, pushes_path, read_pushes
+from rgpu_tui.core.run.checkpoints import checkpoint_epoch_metric
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 ARTIFACTS = ("status.json", "metrics.jsonl", "results.csv", "summary.json", "train_config.yaml")

@@ -21,18 +21,18 @@ import psutil
 import pytest
 from support.waiting import wait_until
 
-from rgpu_tui.core.config import Settings
-from rgpu_tui.core.launch import launch
-from rgpu_tui.core.launch_records import LaunchRecord, read_launches
-from rgpu_tui.core.launch_runs import (
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.launch.launch import launch
+from rgpu_tui.core.launch.launch_spec import make_spec
+from rgpu_tui.core.launch.stop import stop_run
+from rgpu_tui.core.records.launch_records import LaunchRecord, read_launches
+from rgpu_tui.core.records.launch_runs import (
     find_run_dir,
     launch_alive,
     launch_state,
     match_launches,
     runs_on_disk,
 )
-from rgpu_tui.core.launch_spec import make_spec
-from rgpu_tui.core.stop import stop_run
 
 pytestmark = pytest.mark.training
 
@@ -131,8 +131,8 @@ def test_launch_completes_and_is_found(trained_dataset: Path, project: Path) -> 
 
 LAUNCHER = """
 import json, os, signal, sys, time
-from rgpu_tui.core.launch import launch
-from rgpu_tui.core.launch_spec import make_spec
+from rgpu_tui.core.launch.launch import launch
+from rgpu_tui.core.launch.launch_spec import make_spec
 # a terminal's process dies of SIGHUP; under nohup (a CI runner, say) it is ignored, and
 # children inherit that: put it back so the trainer's own protection is what is tested
 signal.signal(signal.SIGHUP, signal.SIG_DFL)

@@ -55,8 +55,8 @@ def _brief(snap: dict[str, Any]) -> str:
 
 
 def _watcher(root: Path):
-    from rgpu_tui.core.snapshot_json import snapshot_to_json
-    from rgpu_tui.core.watch import RunsWatcher
+    from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+    from rgpu_tui.core.picture.watch import RunsWatcher
 
     watcher = RunsWatcher(str(root))
 

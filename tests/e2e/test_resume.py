@@ -18,7 +18,7 @@ from support.cli_env import RGPU_TUI, clean_env
 from support.training import Training
 from support.waiting import wait_until
 
-from rgpu_tui.core.launch_records import read_launches
+from rgpu_tui.core.records.launch_records import read_launches
 
 pytestmark = pytest.mark.training
 

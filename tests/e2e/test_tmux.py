@@ -34,8 +34,8 @@ from support.training import Training
 from support.waiting import wait_until
 
 from e2e.test_hub_push import WRITE_TOKEN, make_run
-from rgpu_tui.core.launch_records import read_launches
-from rgpu_tui.core.launch_runs import launch_alive
+from rgpu_tui.core.records.launch_records import read_launches
+from rgpu_tui.core.records.launch_runs import launch_alive
 
 REPO = Path(__file__).resolve().parents[2]
 RGPU_TUI = Path(sys.executable).parent / "rgpu-tui"

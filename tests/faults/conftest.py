@@ -12,7 +12,7 @@ import pytest
 from e2e.test_hub_push import BAD_TOKEN, READ_TOKEN, WRITE_TOKEN
 from support.hub_server import HubServer
 
-from rgpu_tui.core.collect import Collector
+from rgpu_tui.core.picture.collect import Collector
 
 
 @pytest.fixture(autouse=True)

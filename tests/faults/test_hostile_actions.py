@@ -24,9 +24,9 @@ from e2e.test_hub_push import WRITE_TOKEN
 from e2e.test_hub_push import make_run as make_hub_run
 from support.checkpoints import checkpoint_bytes
 
-from rgpu_tui.core.config import Settings
-from rgpu_tui.core.push import PushRequest, push, staging_dir
-from rgpu_tui.core.push_records import pushes_path, read_pushes
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.hub.push import PushRequest, push, staging_dir
+from rgpu_tui.core.records.push_records import pushes_path, read_pushes
 
 REPO = "alice/ckpts"
 SECRET = b"SECRET-OUTSIDE-THE-RUN\n"
@@ -214,7 +214,7 @@ def test_a_fifo_metrics_jsonl_neither_hangs_the_push_nor_the_confirm(hub, tmp_pa
 
 SELECTED_CHECKPOINTS = """
 import json, time
-from rgpu_tui.core.watch import RunsWatcher
+from rgpu_tui.core.picture.watch import RunsWatcher
 snap = RunsWatcher({run!r}).refresh(time.time(), selected={run!r})
 print(json.dumps({{c.name: {{"exists": c.exists, "problem": c.problem, "epoch": c.epoch}}
                   for c in snap.selected.checkpoints}}))
@@ -275,7 +275,7 @@ def test_fifos_never_hang_a_launch(tmp_path) -> None:
     proc = run_python(
         f"""
         import sys
-        import rgpu_tui.core.launch_spec as launch_spec
+        import rgpu_tui.core.launch.launch_spec as launch_spec
         from rgpu_tui.cli import main
         launch_spec.libreyolo_executable = lambda: {str(fake)!r}
         sys.exit(main(["launch", "--project", {str(project)!r}, "--no-doctor", "--json",
@@ -292,8 +292,8 @@ def test_fifos_never_hang_a_launch(tmp_path) -> None:
     gone.wait()
     state = run_python(
         f"""
-        from rgpu_tui.core.launch_records import LaunchRecord
-        from rgpu_tui.core.launch_runs import launch_state
+        from rgpu_tui.core.records.launch_records import LaunchRecord
+        from rgpu_tui.core.records.launch_runs import launch_state
         record = LaunchRecord(id="x", time=0.0, pid={gone.pid}, create_time=None, argv=(),
                               command="", cwd="/", project={str(tmp_path / "empty")!r},
                               name="exp", console_log={str(console)!r})

@@ -29,8 +29,8 @@ from support.fifos import FifoReleaser, make_fifo
 from support.hostile_files import BIG, DONE, EXPECTED, MAP, hostile_root, rows, write_run
 from tui.helpers import rendered, wait_for
 
-from rgpu_tui.core.config import Settings
-from rgpu_tui.core.discovery import MAX_DEPTH
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.run.discovery import MAX_DEPTH
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.cost import CostScreen
 

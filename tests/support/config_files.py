@@ -1,5 +1,5 @@
 """Settings read the way a user's machine has them: a config.toml under HOME and the
-environment (core.config.load_settings at a fixed time)."""
+environment (core.base.config.load_settings at a fixed time)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rgpu_tui.core.config import ConfigError, Settings, load_settings
+from rgpu_tui.core.base.config import ConfigError, Settings, load_settings
 
 NOW = 1_800_000_000.0
 

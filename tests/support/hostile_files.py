@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rgpu_tui.core.discovery import MAX_DEPTH
+from rgpu_tui.core.run.discovery import MAX_DEPTH
 from support.fifos import make_fifo
 
 BIG = "9" * 400

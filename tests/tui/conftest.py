@@ -171,7 +171,7 @@ def steady_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     The system code path is the real one; only what psutil, os and shutil answer is fixed.
     GPUs in these tests are always the simulated ones (--fake-gpus), never this machine's.
     """
-    from rgpu_tui.core import system
+    from rgpu_tui.core.machine import system
 
     monkeypatch.setattr(
         system.psutil,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.pilot import Pilot
 
-from rgpu_tui.core.config import Settings
+from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui.app import RgpuApp
 
 

@@ -14,7 +14,7 @@ import psutil
 import pytest
 from textual.widgets import Input, Static
 
-from rgpu_tui.core.config import Settings
+from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, ReportScreen
 from rgpu_tui.tui.screens.launch import LaunchScreen

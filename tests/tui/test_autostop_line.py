@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from rgpu_tui.core.autostop import Autostop
-from rgpu_tui.core.autostop_files import AutostopFiles, someone_holds
-from rgpu_tui.core.config import Settings
-from rgpu_tui.core.events import EventEngine
-from rgpu_tui.core.snapshot import CostView, Snapshot
+from rgpu_tui.core.away.autostop import Autostop
+from rgpu_tui.core.away.events import EventEngine
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.model.snapshot import CostView, Snapshot
+from rgpu_tui.core.records.autostop_files import AutostopFiles, someone_holds
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.widgets.autostop import AutostopLine
 

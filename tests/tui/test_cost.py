@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from rgpu_tui.core.config import Settings
+from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.cost import CostScreen
 from rgpu_tui.tui.widgets.cost import CostStrip, IdleBanner

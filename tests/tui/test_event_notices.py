@@ -1,4 +1,4 @@
-"""The app raises the watcher's events (core.events) as notices: what changes while it
+"""The app raises the watcher's events (core.away.events) as notices: what changes while it
 runs, once each; what it finds at start is on the screen already, not a notice."""
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from textual.widgets import Log
 
 import rgpu_tui
 from rgpu_tui.cli.app import version_text
-from rgpu_tui.core.config import Settings
+from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui import compat
 from rgpu_tui.tui.compat import input_wait, partial
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen

@@ -2,7 +2,7 @@
 snapshot JSON (the real Collector's snapshots of real run folders, through
 snapshot_to_json) by FAKE links.
 
-FAKE: `FakeLink` stands in for core.fleet.HostLink (state(), send() -> Future,
+FAKE: `FakeLink` stands in for core.fleet.fleet.HostLink (state(), send() -> Future,
 on_change from another thread). The real link over the real OpenSSH client is tested
 end to end in tests/e2e/test_fleet_ssh.py (the link) and tests/e2e/test_fleet_tui.py
 (this screen in tmux); here the fake lets a test say exactly what a host sends and
@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import OptionList
 
-from rgpu_tui.core.collect import Collector
-from rgpu_tui.core.config import Settings
-from rgpu_tui.core.fleet import HostState
-from rgpu_tui.core.resume import ResumePlan
-from rgpu_tui.core.snapshot_json import snapshot_to_json
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.fleet.fleet import HostState
+from rgpu_tui.core.launch.resume import ResumePlan
+from rgpu_tui.core.picture.collect import Collector
+from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.tui.fleet.app import FleetApp
 from rgpu_tui.tui.fleet.host_screen import HostScreen
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
@@ -38,7 +38,7 @@ FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 
 
 class FakeLink:
-    """FAKE core.fleet.HostLink (see the module doc)."""
+    """FAKE core.fleet.fleet.HostLink (see the module doc)."""
 
     def __init__(self, name: str, on_change, root: str) -> None:
         self.name = name

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from rgpu_tui.core.gpu_procs import ProcessAttributor
-from rgpu_tui.core.gpu_replay import load_recording
+from rgpu_tui.core.machine.gpu_procs import ProcessAttributor
+from rgpu_tui.core.machine.gpu_replay import load_recording
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.widgets.gpus import GpuPane
 from rgpu_tui.tui.widgets.run_header import RunHeader

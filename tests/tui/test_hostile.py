@@ -20,7 +20,7 @@ from support.hostile import (
     unsafe_chars,
 )
 
-from rgpu_tui.core.config import Settings
+from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
 

@@ -11,7 +11,7 @@ import threading
 
 from textual.widgets import Input
 
-from rgpu_tui.core import launch_spec
+from rgpu_tui.core.launch import launch_spec
 from rgpu_tui.tui.screens.launch import LaunchScreen
 
 from .helpers import make_app, wait_for

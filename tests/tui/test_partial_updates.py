@@ -14,7 +14,7 @@ from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual.widgets import Log
 
-from rgpu_tui.core.snapshot import LogView
+from rgpu_tui.core.model.snapshot import LogView
 from rgpu_tui.tui.compat import partial
 from rgpu_tui.tui.widgets import log_pane
 from rgpu_tui.tui.widgets.lines import LinePane, changed_span, row_key

@@ -15,9 +15,9 @@ from e2e.test_hub_push import HF, TOKENS, make_run, token_nowhere
 from support.checkpoints import checkpoint_bytes
 from textual.widgets import OptionList
 
-from rgpu_tui.core.config import Settings
-from rgpu_tui.core.formatting import fmt_number
-from rgpu_tui.core.push_records import read_pushes
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.base.formatting import fmt_number
+from rgpu_tui.core.records.push_records import read_pushes
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen
 

@@ -7,7 +7,7 @@ import os
 
 from e2e.test_hub_push import make_run
 
-from rgpu_tui.core.config import Settings
+from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import threading
 
-from rgpu_tui.core.config import Settings
-from rgpu_tui.core.push import PushRequest, PushResult
-from rgpu_tui.core.push_queue import PushQueue
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.hub.push import PushRequest, PushResult
+from rgpu_tui.core.hub.push_queue import PushQueue
 from rgpu_tui.tui import app as app_module
 
 from .helpers import make_app, wait_for

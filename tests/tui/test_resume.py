@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import rgpu_tui.core.launch_spec as launch_spec_mod
-from rgpu_tui.core.launch_records import read_launches
+import rgpu_tui.core.launch.launch_spec as launch_spec_mod
+from rgpu_tui.core.records.launch_records import read_launches
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen
 
@@ -53,7 +53,7 @@ def _dead_pid() -> int:
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch):
     """A runs root with `dead` (status running, its process gone, last.pt of epoch 2 of
-    4) and `done` (completed); the stand-in libreyolo is the one core.launch_spec finds."""
+    4) and `done` (completed); the stand-in libreyolo is the one core.launch.launch_spec finds."""
     root = tmp_path / "runs"
     data = tmp_path / "data" / "data.yaml"
     data.parent.mkdir()

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pynvml
 
-from rgpu_tui.core.snapshot import GpuDevice, GpuView, RunInfo
+from rgpu_tui.core.model.snapshot import GpuDevice, GpuView, RunInfo
 
 MIB = 1024 * 1024
 T0 = 1_700_000_000.0

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from e2e.test_hub_push import make_run
 
-from rgpu_tui.core.autostop_files import AutostopFiles, Hold
-from rgpu_tui.core.event_state import save_state
-from rgpu_tui.core.launch import launch
-from rgpu_tui.core.launch_records import launches_path, read_launches
-from rgpu_tui.core.launch_spec import LaunchSpec
-from rgpu_tui.core.private import private_dir, private_parent
-from rgpu_tui.core.push import append_push_record
-from rgpu_tui.core.push_records import pushes_path
-from rgpu_tui.core.staging import stage
+from rgpu_tui.core.base.private import private_dir, private_parent
+from rgpu_tui.core.hub.push import append_push_record
+from rgpu_tui.core.hub.staging import stage
+from rgpu_tui.core.launch.launch import launch
+from rgpu_tui.core.launch.launch_spec import LaunchSpec
+from rgpu_tui.core.records.autostop_files import AutostopFiles, Hold
+from rgpu_tui.core.records.event_state import save_state
+from rgpu_tui.core.records.launch_records import launches_path, read_launches
+from rgpu_tui.core.records.push_records import pushes_path
 
 
 def mode(path) -> int:
@@ -72,8 +72,8 @@ def test_a_push_makes_rgpu_and_staging_private_in_one_go(tmp_path: Path) -> None
     code = (
         "import os, sys\n"
         "os.umask(0o022)\n"
-        "from rgpu_tui.core.config import Settings\n"
-        "from rgpu_tui.core.push import PushRequest, push\n"
+        "from rgpu_tui.core.base.config import Settings\n"
+        "from rgpu_tui.core.hub.push import PushRequest, push\n"
         "r = push(PushRequest(sys.argv[1], 'best.pt'), Settings(hub_repo='a/b'),\n"
         "         endpoint='http://127.0.0.1:9', token='x', settle_s=0, timeout=1,\n"
         "         retry_waits=())\n"
@@ -121,7 +121,7 @@ def test_private_parent_makes_the_missing_folders_private(tmp_path: Path, umask)
 
 def test_the_state_and_the_autostop_hold_make_their_folders_private(tmp_path: Path, umask) -> None:
     """save_state and the app's autostop hold (Hold.take) make the XDG state folders the
-    same way (core.private.private_parent)."""
+    same way (core.base.private.private_parent)."""
     env = {"XDG_STATE_HOME": str(tmp_path / "a" / "state")}
     files = AutostopFiles.for_root(str(tmp_path / "runs"), env)
     hold = Hold(files.hold)
@@ -151,7 +151,7 @@ def test_a_symlink_planted_where_a_record_goes_is_never_written_through(tmp_path
 
 
 def test_a_launch_that_cannot_be_recorded_says_so_with_its_pid(tmp_path: Path) -> None:
-    from rgpu_tui.core.launch_spec import LaunchError
+    from rgpu_tui.core.launch.launch_spec import LaunchError
 
     project = tmp_path / "runs"
     (project / ".rgpu").mkdir(parents=True)

@@ -53,9 +53,9 @@ async def test_the_app_opens_no_listening_socket(tmp_path) -> None:
 
 
 def test_records_and_staging_are_private(tmp_path) -> None:
-    from rgpu_tui.core.launch import _open_console_log
-    from rgpu_tui.core.push import append_push_record
-    from rgpu_tui.core.push_records import pushes_path
+    from rgpu_tui.core.hub.push import append_push_record
+    from rgpu_tui.core.launch.launch import _open_console_log
+    from rgpu_tui.core.records.push_records import pushes_path
 
     append_push_record(str(tmp_path), {"outcome": "ok"})
     assert stat.S_IMODE(os.stat(pushes_path(str(tmp_path))).st_mode) == 0o600

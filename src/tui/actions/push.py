@@ -1,8 +1,8 @@
 """Pushing to the Hub from the app: `p` and `P`, the confirm dialog, the one queue's events.
 
 A mixin of RgpuApp (tui.app): it uses the app's snapshot, settings, push_queue, push_bar,
-notify, push_screen and request_refresh. The push itself is core's (core.push, through
-core.push_queue.PushQueue, which RgpuApp creates once).
+notify, push_screen and request_refresh. The push itself is core's (core.hub.push, through
+core.hub.push_queue.PushQueue, which RgpuApp creates once).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import os
 
 from rich.text import Text
 
-from ...core.formatting import fmt_number
-from ...core.hub_target import ARTIFACTS_REQUEST
-from ...core.push import PushRequest
-from ...core.push_queue import PushEvent
-from ...core.snapshot import SelectedRun
-from ...core.text import printable
+from ...core.base.formatting import fmt_number
+from ...core.base.text import printable
+from ...core.hub.push import PushRequest
+from ...core.hub.push_queue import PushEvent
+from ...core.model.snapshot import SelectedRun
+from ...core.run.hub_target import ARTIFACTS_REQUEST
 from ..messages import PushUpdate
 from ..screens.dialogs import ConfirmScreen, PickScreen
 
@@ -57,7 +57,7 @@ class PushActions:
 
     def _confirm_push(self, sel: SelectedRun, file: str) -> None:
         """The confirm dialog, from what the Snapshot says of the file and its target
-        (core.hub_target.push_target: the push itself goes where it says)."""
+        (core.run.hub_target.push_target: the push itself goes where it says)."""
         body = Text()
         if file == ARTIFACTS_REQUEST:
             target = sel.artifacts_target

@@ -2,8 +2,8 @@
 
 A mixin of RgpuApp (tui.app): it uses the app's snapshot, settings, collector, notify,
 push_screen and request_refresh, and sets `_follow_pid` (the run the app selects once it
-appears). The work is core's (core.launch through the launch form, core.stop,
-core.resume, core.gpu_probe), in worker threads.
+appears). The work is core's (core.launch.launch through the launch form, core.launch.stop,
+core.launch.resume, core.launch.gpu_probe), in worker threads.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual import work
 
-from ...core.formatting import fmt_duration
-from ...core.gpu_probe import gpu_preflight, preflight_to_text
-from ...core.launch_records import LaunchRecord
-from ...core.resume import ResumeError, ResumePlan, plan_resume, start_resume
-from ...core.stop import stop_run
-from ...core.text import printable
+from ...core.base.formatting import fmt_duration
+from ...core.base.text import printable
+from ...core.launch.gpu_probe import gpu_preflight, preflight_to_text
+from ...core.launch.resume import ResumeError, ResumePlan, plan_resume, start_resume
+from ...core.launch.stop import stop_run
+from ...core.records.launch_records import LaunchRecord
 from ..messages import StopProgress
 from ..screens.dialogs import ConfirmScreen, ReportScreen
 from ..screens.launch import LaunchScreen, launch_defaults
@@ -30,13 +30,13 @@ STOP_PHASE_TEXT = {
 
 
 def stop_phase_text(phase: str, seconds_left: float | None) -> str:
-    """A stop's progress line (core.stop's phases), for the stop's report dialog."""
+    """A stop's progress line (core.launch.stop's phases), for the stop's report dialog."""
     text = STOP_PHASE_TEXT.get(phase, phase + " {s}")
     return text.format(s=fmt_duration(seconds_left) if seconds_left is not None else "")
 
 
 def stop_summary(name: str, ok: bool, signals_sent, final_state: str | None, error) -> str:
-    """The notice a stop ends with (a core.stop.StopResult's fields)."""
+    """The notice a stop ends with (a core.launch.stop.StopResult's fields)."""
     if not ok:
         return f"{name} not stopped: {error}"
     sent = ", ".join(signals_sent) or "no signal needed"
@@ -151,7 +151,7 @@ class RunActions:
         self.request_refresh()
 
     def action_resume(self) -> None:
-        """`r`: resume a DEAD or FAILED run from its last.pt (core.resume), after a confirm
+        """`r`: resume a DEAD or FAILED run from its last.pt (core.launch.resume), after a confirm
         dialog with the exact command; the checks and the start run in a thread."""
         snap = self.snapshot
         run = snap.selected_run if snap else None

@@ -2,7 +2,7 @@
 
 Textual 8.2.8's `Log.write_lines` measures the new lines' width in `Log._update_size`, a
 thread worker that calls back into the app: a worker, its state messages and two thread
-hops for each write. The pane's lines are at most `core.tail.MAX_LOG_LINE` characters and
+hops for each write. The pane's lines are at most `core.run.tail.MAX_LOG_LINE` characters and
 come a few dozen at a time: `speed_up(pane)` gives that one pane (an instance attribute,
 not the class) an `_update_size` that measures them where they are written, with Log's
 own `_process_line` and `_update_maximum_width`.

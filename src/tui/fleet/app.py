@@ -2,9 +2,9 @@
 agent sends its lines; `enter` opens a host's full view (tui.fleet.host_screen), `esc`
 comes back, `q` quits.
 
-The links (core.fleet.HostLink, one ssh each) read on threads of their own and call
+The links (core.fleet.fleet.HostLink, one ssh each) read on threads of their own and call
 `on_change`; here that turns the host's Snapshot JSON into dataclasses
-(core.snapshot_from_json, on the link's thread, only when the document changed) and
+(core.fleet.snapshot_from_json, on the link's thread, only when the document changed) and
 posts a HostChanged. The UI thread only hands the table and the open host screen what
 changed; it never waits on a link. A command's Future calls back on the link's thread
 and posts its answer the same way (tui.fleet.remote).
@@ -21,8 +21,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Static
 
-from ...core.fleet_summary import summarize
-from ...core.snapshot_from_json import SnapshotJsonError, snapshot_from_json
+from ...core.fleet.fleet_summary import summarize
+from ...core.fleet.snapshot_from_json import SnapshotJsonError, snapshot_from_json
 from .. import compat
 from ..app_rules import AppRules
 from ..screens.dialogs import ReportScreen
@@ -74,7 +74,7 @@ class FleetApp(AppRules, FleetCommands, App[int]):
         clock: Callable[[], float] = time.time,
         theme_name: str | None = None,
     ) -> None:
-        """`make_fleet(on_change)`: the links (a core.fleet.Fleet, or anything with
+        """`make_fleet(on_change)`: the links (a core.fleet.fleet.Fleet, or anything with
         `links`, `start()`), each calling on_change(link) from its own thread."""
         fast_paths = compat.install()
         super().__init__(driver_class=compat.driver_class(fast_paths))

@@ -20,10 +20,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList
 
-from ...core.formatting import fmt_duration
-from ...core.push import PushRequest
-from ...core.snapshot import RunInfo, SelectedRun, Snapshot
-from ...core.text import printable
+from ...core.base.formatting import fmt_duration
+from ...core.base.text import printable
+from ...core.hub.push import PushRequest
+from ...core.model.snapshot import RunInfo, SelectedRun, Snapshot
 from ..actions.push import PushActions
 from ..screens.dialogs import PickScreen
 from ..widgets.cost import CostStrip, IdleBanner

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from ...core.snapshot import Snapshot
+from ...core.model.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
 class HostView:
-    """What the screens know of one host: its link's state (core.fleet.HostState), its
+    """What the screens know of one host: its link's state (core.fleet.fleet.HostState), its
     snapshot as dataclasses (None before the first; kept, stale, while unreachable) and
     why that snapshot could not be read."""
 

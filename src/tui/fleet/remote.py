@@ -3,7 +3,7 @@ are the local app's push dialogs, tui.actions.push, whose last step sends the pu
 here), and what comes back: progress in the push bar and the stop report, results as
 notices.
 
-Every command is core.fleet.HostLink.send: a line to the agent, whose Future ends in
+Every command is core.fleet.fleet.HostLink.send: a line to the agent, whose Future ends in
 the agent's result (or in an error made here when the link is down or drops). Its
 callbacks run on the link's thread and only post a message. What the agent does is the
 same core code as the local keys, with that machine's settings and its own Hub token:
@@ -16,11 +16,11 @@ import os
 
 from rich.text import Text
 
-from ...core.push import PushRequest
-from ...core.resume import ResumePlan
-from ...core.snapshot_from_json import SnapshotJsonError, dataclass_from_json
-from ...core.stop import StopResult
-from ...core.text import printable
+from ...core.base.text import printable
+from ...core.fleet.snapshot_from_json import SnapshotJsonError, dataclass_from_json
+from ...core.hub.push import PushRequest
+from ...core.launch.resume import ResumePlan
+from ...core.launch.stop import StopResult
 from ..actions.runs import resume_body, resume_refusal, stop_phase_text, stop_summary
 from ..screens.dialogs import ConfirmScreen, ReportScreen
 from .messages import CommandAnswered

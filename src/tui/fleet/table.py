@@ -1,6 +1,6 @@
 """The hosts table: one row per host, a totals row, a cursor; `enter` opens the host.
 
-Rows come from core.fleet_summary. Columns that do not fit the width are left out,
+Rows come from core.fleet.fleet_summary. Columns that do not fit the width are left out,
 the least needed first (spent, best, ETA, idle money, $/h), so 80 columns keep host,
 reachable, GPUs and runs. An unreachable host's row says since when and why, in one
 line. A LinePane: a delta that moves one number repaints those cells only.
@@ -16,9 +16,9 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from ...core.fleet_summary import FleetTotals, HostSummary, totals
-from ...core.formatting import fmt_duration, fmt_money, fmt_number
-from ...core.text import printable
+from ...core.base.formatting import fmt_duration, fmt_money, fmt_number
+from ...core.base.text import printable
+from ...core.fleet.fleet_summary import FleetTotals, HostSummary, totals
 from ..widgets.lines import LinePane
 from ..widgets.style import STATE_STYLE, state_badge
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
-from ...core.cost import cost_to_text
-from ...core.formatting import fmt_duration, fmt_money
-from ...core.snapshot import Snapshot
+from ...core.base.formatting import fmt_duration, fmt_money
+from ...core.model.snapshot import Snapshot
+from ...core.picture.cost import cost_to_text
 from .dialogs import ReportScreen
 
 

@@ -15,11 +15,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Static
 from textual.worker import get_current_worker
 
-from ...core import launch_spec
-from ...core.doctor import run_doctor
-from ...core.launch import launch
-from ...core.launch_records import LaunchRecord
-from ...core.launch_spec import (
+from ...core.base.text import printable
+from ...core.launch import launch_spec
+from ...core.launch.doctor import run_doctor
+from ...core.launch.launch import launch
+from ...core.launch.launch_spec import (
     LaunchError,
     LaunchSpec,
     build_argv,
@@ -28,7 +28,7 @@ from ...core.launch_spec import (
     libreyolo_missing,
     make_spec,
 )
-from ...core.text import printable
+from ...core.records.launch_records import LaunchRecord
 
 FIELDS = (
     ("model", "model"),
@@ -234,7 +234,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
 
 
 def launch_defaults(settings, root: str, gpu_count: int | None) -> dict[str, str]:
-    from ...core.launch_spec import default_device
+    from ...core.launch.launch_spec import default_device
 
     return {
         "model": settings.model,

@@ -1,14 +1,14 @@
 """The autostop line: the watcher's countdown, and the key that cancels it for this session.
 
-`rgpu-tui watch` is the one process that runs autostop_command (core.autostop); the app
+`rgpu-tui watch` is the one process that runs autostop_command (core.away.autostop); the app
 never runs it. This line shows what the root's watcher is doing, from the plan it writes
-(core.autostop_files): "autostop in 4m30s: all weights on the Hub — a cancels", held and
+(core.records.autostop_files): "autostop in 4m30s: all weights on the Hub — a cancels", held and
 why, running, ran or failed. `a` (or `--no-autostop` from the start) takes the hold: the
 watcher does not run the command while this app is open, and counts the idle time again
 once it lets go (`a` again, or quitting). With autostop_command set here and no watcher on
 the root, the line says so while the machine idles: nothing would stop it.
 
-The plan comes with each Snapshot (core.autostop_files.PlanReader, on the refresh thread:
+The plan comes with each Snapshot (core.records.autostop_files.PlanReader, on the refresh thread:
 a stat, the file only when it changed, the watcher's pid checked alive); the line is hidden
 while the machine is busy.
 """
@@ -21,11 +21,11 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.widget import Widget
 
-from ...core.autostop_files import AutostopFiles, Hold
-from ...core.config import Settings
-from ...core.formatting import fmt_duration
-from ...core.snapshot import AutostopPlan, CostView
-from ...core.text import printable
+from ...core.base.config import Settings
+from ...core.base.formatting import fmt_duration
+from ...core.base.text import printable
+from ...core.model.snapshot import AutostopPlan, CostView
+from ...core.records.autostop_files import AutostopFiles, Hold
 
 SHOWN = ("counting", "held", "checking", "pushing", "running", "ran", "failed", "held_by_app")
 

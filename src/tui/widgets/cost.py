@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from ...core.cost import no_price_text
-from ...core.formatting import fmt_money, fmt_rate
-from ...core.snapshot import CostView
+from ...core.base.formatting import fmt_money, fmt_rate
+from ...core.model.snapshot import CostView
+from ...core.picture.cost import no_price_text
 from .lines import LinePane
 
 

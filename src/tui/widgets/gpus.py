@@ -12,9 +12,9 @@ import math
 
 from rich.text import Text
 
-from ...core.formatting import fmt_duration
-from ...core.snapshot import GpuDevice, GpuProcess, GpuView, RunInfo, SystemView
-from ...core.text import printable
+from ...core.base.formatting import fmt_duration
+from ...core.base.text import printable
+from ...core.model.snapshot import GpuDevice, GpuProcess, GpuView, RunInfo, SystemView
 from .lines import LinePane
 from .metrics import sparkline
 from .run_header import text_bar

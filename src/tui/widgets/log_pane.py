@@ -12,8 +12,8 @@ from rich.text import Text
 from textual.strip import Strip
 from textual.widgets import Log
 
-from ...core.snapshot import LogView
-from ...core.text import printable
+from ...core.base.text import printable
+from ...core.model.snapshot import LogView
 from .. import compat
 from .lines import LinePane
 

@@ -11,9 +11,9 @@ import math
 
 from rich.text import Text
 
-from ...core.formatting import fmt_number
-from ...core.snapshot import MetricsView
-from ...core.text import printable
+from ...core.base.formatting import fmt_number
+from ...core.base.text import printable
+from ...core.model.snapshot import MetricsView
 from .lines import LinePane
 
 BLOCKS = "▁▂▃▄▅▆▇█"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ...core.formatting import fmt_duration, fmt_gpu_indices
-from ...core.snapshot import PushInfo, RunInfo
-from ...core.snapshot_text import best_text, epoch_text
-from ...core.text import printable
+from ...core.base.formatting import fmt_duration, fmt_gpu_indices
+from ...core.base.text import printable
+from ...core.model.snapshot import PushInfo, RunInfo
+from ...core.picture.snapshot_text import best_text, epoch_text
 from .lines import LinePane
 from .style import STATE_STYLE, state_badge
 

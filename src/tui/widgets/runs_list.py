@@ -7,9 +7,9 @@ from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from ...core.discovery import deep_dirs_text
-from ...core.snapshot import RunInfo
-from ...core.text import printable
+from ...core.base.text import printable
+from ...core.model.snapshot import RunInfo
+from ...core.run.discovery import deep_dirs_text
 from ..inert import inert
 from .style import STATE_STYLE, state_badge
 

@@ -1,0 +1,80 @@
+"""Collector: the one place that builds a full Snapshot.
+
+Runs (RunsWatcher), the machine (SystemMonitor), the GPUs (GpuMonitor) and the
+money (CostTracker), in that order: the GPU waste signals need the runs and the
+host CPU, and idle money needs the GPUs. The idle time the GPU header shows is the
+cost tracker's (the one idle clock, core.picture.idle). The app's
+refresh worker and `rgpu-tui snapshot` both call `refresh`, so the screen and
+the JSON never disagree.
+
+This is the read path: it writes nothing, and imports nothing that launches, pushes
+or stops (a test holds it to that). Auto-push, which acts, is core.hub.auto_push.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..base.config import Settings
+from ..machine.gpu import GpuMonitor
+from ..machine.gpu_replay import GpuRecording
+from ..machine.system import SystemMonitor
+from ..model.snapshot import GpuView, RunInfo, Snapshot
+from ..records.autostop_files import AutostopFiles, PlanReader
+from .cost import CostTracker, cost_once
+from .watch import RunsWatcher
+
+
+def with_gpu_indices(runs: tuple[RunInfo, ...], gpus: GpuView) -> tuple[RunInfo, ...]:
+    """The runs, each with the sorted indices of the GPUs whose `runs` name it."""
+    used: dict[str, list[int]] = {}
+    for d in gpus.devices:
+        for run_dir in d.runs:
+            used.setdefault(run_dir, []).append(d.index)
+    out = []
+    for r in runs:
+        indices = tuple(sorted(set(used.get(r.run_dir, ()))))
+        out.append(r if r.gpu_indices == indices else replace(r, gpu_indices=indices))
+    return tuple(out)
+
+
+class Collector:
+    def __init__(
+        self,
+        root: str,
+        *,
+        fake_gpus: int | None = None,
+        fake_lose: dict[int, float] | None = None,
+        gpu_replay: GpuRecording | None = None,
+        interval: float = 1.0,
+        log_keep: int = 1000,
+        settings: Settings | None = None,
+        one_shot: bool = False,
+    ) -> None:
+        """`one_shot`: a single look (`rgpu-tui snapshot`), which cannot see idle time, so
+        the idle figures are unknown rather than zero."""
+        self.settings = settings or Settings()
+        self.runs = RunsWatcher(root, log_keep=log_keep, settings=self.settings)
+        self.system = SystemMonitor(root)
+        self.gpus = GpuMonitor(fake_gpus, interval=interval, fake_lose=fake_lose, replay=gpu_replay)
+        self.one_shot = one_shot
+        self.cost = CostTracker(self.settings)
+        # what the root's `rgpu-tui watch` plans for autostop (read, never acted on here)
+        self.autostop = PlanReader(AutostopFiles.for_root(self.runs.root))
+
+    def refresh(self, now: float, selected: str | None = None) -> Snapshot:
+        snap = self.runs.refresh(now, selected)
+        system = self.system.sample(now, snap.runs)
+        gpus = self.gpus.sample(now, snap.runs, system.cpu_percent)
+        snap = replace(snap, runs=with_gpu_indices(snap.runs, gpus))
+        if self.one_shot:
+            cost = cost_once(self.settings, now, snap.runs, snap.selected_run, gpus, system)
+        else:
+            cost = self.cost.sample(now, snap.runs, snap.selected_run, gpus, system)
+        if gpus.idle and cost.idle_now_seconds is not None:
+            gpus = replace(gpus, idle_seconds=cost.idle_now_seconds)
+        autostop = self.autostop.read()
+        return replace(snap, gpus=gpus, system=system, cost=cost, autostop=autostop)
+
+    def close(self) -> None:
+        self.gpus.close()

@@ -1,0 +1,121 @@
+"""Reading `<project>/.rgpu/launches.jsonl`: one LaunchRecord per launch.
+
+The file is written by the commands that act (core.launch.launch: the launch itself, the exit
+status the launcher reaped, the run directory once `rgpu-tui launch` found it, the error
+of a launch that died); this module only reads it. A launch is a line of kind "launch";
+later lines with the same id ("run_dir", "exit", "died") complete it. Torn or malformed
+lines, and records with a bad pid or time, are skipped (core.records.records).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+from ..base.values import num as _float_or_none
+from .records import read_json_lines
+
+RGPU_DIR = ".rgpu"
+LAUNCHES_NAME = "launches.jsonl"
+MAX_RECORDS_BYTES = 8 * 1024 * 1024
+CREATE_TIME_SLACK_S = 2.0  # psutil's create_time recorded at launch vs. read again now
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    id: str
+    time: float
+    pid: int
+    create_time: float | None  # psutil's, of the launched process
+    argv: tuple[str, ...]
+    command: str
+    cwd: str
+    project: str
+    name: str
+    console_log: str
+    hf_token_set: bool = False
+    hf_home: str | None = None
+    run_dir: str | None = None
+    returncode: int | None = None  # when the launcher reaped it
+    exited_at: float | None = None
+    died_error: str | None = None  # once known to have died before status.json: final
+    died_tail: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["argv"] = list(self.argv)
+        data["died_tail"] = list(self.died_tail)
+        return data
+
+
+def rgpu_dir(project: str) -> str:
+    return os.path.join(os.path.abspath(project), RGPU_DIR)
+
+
+def launches_path(project: str) -> str:
+    return os.path.join(rgpu_dir(project), LAUNCHES_NAME)
+
+
+def read_launches(project: str) -> list[LaunchRecord]:
+    """The launches recorded under `project`, oldest first; torn or bad lines are skipped."""
+    launches: dict[str, dict] = {}
+    updates: list[dict] = []
+    for obj in read_json_lines(launches_path(project), MAX_RECORDS_BYTES):
+        if not isinstance(obj.get("id"), str):
+            continue
+        if obj.get("kind") == "launch":
+            launches[obj["id"]] = obj
+        else:
+            updates.append(obj)
+    for obj in updates:
+        base = launches.get(obj["id"])
+        if base is None:
+            continue
+        if obj.get("kind") == "run_dir" and isinstance(obj.get("run_dir"), str):
+            base["run_dir"] = obj["run_dir"]
+        elif obj.get("kind") == "exit":
+            base["returncode"] = obj.get("returncode")
+            base["exited_at"] = obj.get("time")
+        elif obj.get("kind") == "died" and isinstance(obj.get("error"), str):
+            base["died_error"] = obj["error"]
+            base["died_tail"] = obj.get("tail")
+    records = []
+    for obj in launches.values():
+        record = _record_from(obj)
+        if record is not None:
+            records.append(record)
+    records.sort(key=lambda r: r.time)
+    return records
+
+
+def _record_from(obj: dict) -> LaunchRecord | None:
+    try:
+        pid = obj["pid"]
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            return None
+        argv = obj.get("argv") or []
+        return LaunchRecord(
+            id=obj["id"],
+            time=float(obj["time"]),
+            pid=pid,
+            create_time=_float_or_none(obj.get("create_time")),
+            argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
+            command=str(obj.get("command") or ""),
+            cwd=str(obj.get("cwd") or ""),
+            project=str(obj["project"]),
+            name=str(obj.get("name") or ""),
+            console_log=str(obj["console_log"]),
+            hf_token_set=bool(obj.get("hf_token_set")),
+            hf_home=obj.get("hf_home") if isinstance(obj.get("hf_home"), str) else None,
+            run_dir=obj.get("run_dir") if isinstance(obj.get("run_dir"), str) else None,
+            returncode=obj.get("returncode") if isinstance(obj.get("returncode"), int) else None,
+            exited_at=_float_or_none(obj.get("exited_at")),
+            died_error=obj.get("died_error") if isinstance(obj.get("died_error"), str) else None,
+            died_tail=_strings(obj.get("died_tail")),
+        )
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit time
+        return None
+
+
+def _strings(value) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
