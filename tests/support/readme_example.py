@@ -1,16 +1,16 @@
-"""The README's cost example (the seed guide's real bill): $3.4828/h, a 250 GB disk at
-$0.20 per GB-month, $1.00 to rebuild; it gives stopped $0.0694/h and break-even 14.4 h."""
+"""The cost example of docs/cost.md (the seed guide's real bill): $3.4828/h, a 250 GB disk at
+$0.20 per GB-month, $1.00 to rebuild; it gives stopped $0.0694/h and break-even 14.4 h.
+PRICE_FLAGS are read from the doc's `rgpu-tui cost --price-per-hour ...` line: the tests that
+use them run the example as the doc shows it, and check the numbers it gives."""
 
-PRICE_FLAGS = (
-    "--price-per-hour",
-    "3.4828",
-    "--disk-gb",
-    "250",
-    "--storage-price-gb-month",
-    "0.20",
-    "--rebuild-cost",
-    "1.00",
-)
+import re
+
+from support.docs import doc
+
+_EXAMPLE = re.search(r"^rgpu-tui cost (--price-per-hour .*)$", doc("cost.md"), re.MULTILINE)
+assert _EXAMPLE is not None, "docs/cost.md has no `rgpu-tui cost --price-per-hour ...` line"
+PRICE_FLAGS = tuple(_EXAMPLE.group(1).split())
+
 # the keys `rgpu-tui cost --json` documents
 COST_JSON_KEYS = (
     "configured price_per_hour billing_started_at billed_hours spent run_spent per_epoch "

@@ -4,8 +4,8 @@ key the help names is bound: a new key cannot be left out, a removed one cannot 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
+from support.docs import readme
 from textual.binding import Binding
 from textual.keys import format_key
 from textual.screen import Screen
@@ -15,8 +15,6 @@ from rgpu_tui.tui.screens.help import HelpScreen
 from rgpu_tui.tui.widgets.runs_list import RunsList
 
 from .helpers import make_app, rendered, wait_for
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def _shown(binding: Binding) -> set[str]:
@@ -79,7 +77,7 @@ async def test_every_key_of_the_app_is_on_the_help_screen(runs_root):
 
 
 def test_every_key_of_the_app_is_in_the_readme_keys_line():
-    text = README.read_text(encoding="utf-8")
+    text = readme()
     paragraph = text.split("\nKeys: ", 1)[1].split("\n\n", 1)[0]
     in_readme = {w for quoted in re.findall(r"`([^`]+)`", paragraph) for w in quoted.split("/")}
     bound = {**_own_bindings(RgpuApp), **_own_bindings(RunsList)}

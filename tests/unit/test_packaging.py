@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.docs import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 SRC = ROOT / "src"
 
 

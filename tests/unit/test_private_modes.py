@@ -1,4 +1,4 @@
-"""What rgpu-tui writes is private (README, Security): records and console logs 0600, the
+"""What rgpu-tui writes is private (docs/security.md): records and console logs 0600, the
 `.rgpu/` folders and those below it 0700, under the usual umask 022 and under a stricter
 or looser one."""
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from support.config_files import error_of, load
+from support.docs import doc
 
 from rgpu_tui.core.away.autostop import enabled
 from rgpu_tui.core.base.config import Settings
@@ -95,7 +96,7 @@ def test_malformed_references_are_found_before_anything_runs() -> None:
 
 
 def test_the_readme_examples_are_valid_settings(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    readme = doc("away.md")  # the examples moved from README.md to docs/away.md
     lines = re.findall(r"^(?:# )?(autostop_command = \[.*)$", readme, re.MULTILINE)
     assert len(lines) == 3, lines
     got = [load(tmp_path, line + "\n").autostop_command for line in lines]

@@ -1,4 +1,4 @@
-"""The README's notify_command examples are valid settings, and the ntfy and Telegram ones,
+"""The notify_command examples of docs/away.md are valid settings, and the ntfy and Telegram ones,
 run for real by the notifier with curl against a local HTTP server standing in for the
 service, send what they should."""
 
@@ -14,19 +14,19 @@ from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
+from support.docs import doc
 from support.waiting import wait_until
 
 from rgpu_tui.core.away.events import Event
 from rgpu_tui.core.away.notify import Notifier
 from rgpu_tui.core.base.config import load_settings
 
-README = Path(__file__).resolve().parents[3] / "README.md"
 MESSAGE = "exp7 is DEAD at epoch 37/100: process 81234 is gone; status.json still says running"
 
 
 def examples() -> dict[str, str]:
-    """The README's notify_command lines, by the service they name."""
-    lines = re.findall(r"^notify_command = \[.*\]$", README.read_text(), re.MULTILINE)
+    """The notify_command lines of docs/away.md, by the service they name."""
+    lines = re.findall(r"^notify_command = \[.*\]$", doc("away.md"), re.MULTILINE)
     out = {}
     for line in lines:
         key = "ntfy" if "ntfy.sh" in line else "telegram" if "telegram" in line else "mail"

@@ -7,14 +7,12 @@ import importlib.metadata
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.docs import readme
 
 from rgpu_tui import cli
 from rgpu_tui.cli.app import version_text
-
-README = Path(__file__).resolve().parents[3] / "README.md"
 
 
 def rgpu(*args: str) -> subprocess.CompletedProcess:
@@ -25,7 +23,7 @@ def rgpu(*args: str) -> subprocess.CompletedProcess:
 
 def _readme_commands() -> list[str]:
     """The sub-commands the README's Use block shows (`rgpu-tui NAME ...` lines)."""
-    use = README.read_text().split("## Use", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    use = readme().split("## Use", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
     return re.findall(r"^rgpu-tui ([a-z]\S*)", use, flags=re.M)
 
 
