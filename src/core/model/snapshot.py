@@ -54,6 +54,7 @@ class RunInfo:
     pid: int | None = None
     pid_alive: bool | None = None
     current_epoch: int | None = None
+    completed_epochs: int | None = None  # epochs done (status.json, or the metrics history)
     total_epochs: int | None = None
     progress: float | None = None
     eta_seconds: float | None = None
@@ -65,6 +66,7 @@ class RunInfo:
     updated_at: str | None = None
     error: str | None = None  # failed: "Type: message"; dead: why
     model: str | None = None
+    task: str | None = None  # status.json's task: "detect", "segment", ...
     problem: str | None = None  # e.g. "status.json unreadable: permission denied"
     activity: float = 0.0  # newest mtime of its files (sort key)
     gpu_indices: tuple[int, ...] = ()  # the GPUs its processes use now, sorted (set by Collector)

@@ -37,6 +37,7 @@ def run_to_json(r: RunInfo) -> dict:
             "pid": r.pid,
             "pid_alive": r.pid_alive,
             "current_epoch": r.current_epoch,
+            "completed_epochs": r.completed_epochs,
             "total_epochs": r.total_epochs,
             "progress": r.progress,
             "eta_seconds": r.eta_seconds,
@@ -48,6 +49,7 @@ def run_to_json(r: RunInfo) -> dict:
             "updated_at": r.updated_at,
             "error": r.error,
             "model": r.model,
+            "task": r.task,
             "problem": r.problem,
             "gpu_indices": list(r.gpu_indices),
         }

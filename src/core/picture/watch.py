@@ -197,6 +197,7 @@ class RunWatcher:
         family = st.get("model_family")
         size = st.get("model_size")
         model = f"{family}-{size}" if isinstance(family, str) and isinstance(size, str) else None
+        task = st.get("task") if isinstance(st.get("task"), str) else None
         activity = self.activity()
         problems = []
         problem = self.status.problem
@@ -220,6 +221,7 @@ class RunWatcher:
             pid=pid,
             pid_alive=pid_alive,
             current_epoch=current,
+            completed_epochs=done,
             total_epochs=total,
             progress=progress,
             eta_seconds=eta,
@@ -231,6 +233,7 @@ class RunWatcher:
             updated_at=updated_at,
             error=error,
             model=model,
+            task=task,
             problem="; ".join(problems) or None,
             activity=activity,
             started_at=started_at,
