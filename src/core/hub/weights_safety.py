@@ -38,14 +38,13 @@ from dataclasses import dataclass
 from ..base.safeio import open_regular
 from ..base.urls import strip_userinfo
 from ..model.snapshot import RunInfo
-from ..records.push_records import pushes_path
+from ..records.push_records import NEWEST_WEIGHTS, PUSHES_READ_MAX, pushes_path
 from ..records.records import read_json_lines
 from ..run.run_files import checkpoint_problem
 
 SETTLE_S = 5.0  # a file changed this recently may still be being written
 CHUNK = 1 << 20
-WEIGHTS = ("best.pt", "last.pt")
-PUSHES_READ_MAX = 4 * 1024 * 1024  # the newest records of a pushes.jsonl that are read
+WEIGHTS = NEWEST_WEIGHTS
 HUB_RESULT_MAX_AGE_S = 600.0  # a hub check older than this is asked again
 SAFE, NOT_PUSHED, CHANGED, OUTSIDE, WRITING, HASHING = (
     "safe",

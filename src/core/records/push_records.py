@@ -1,20 +1,25 @@
 """Reading `<run>/.rgpu/pushes.jsonl`: what was pushed to the Hub, and when.
 
 The push (core.hub.push) appends one record per attempt; this module only reads them, for the
-push itself (is this file unchanged since its last push?), auto-push, and the header's
-"pushed best.pt ep37 4m ago" (`push_info`). Torn or malformed lines are skipped
-(core.records.records).
+push itself (is this file unchanged since its last push?), auto-push, the header's
+"pushed best.pt ep37 4m ago" (`push_info`) and the exporter's `rgpu_run_weights_unpushed`
+(`UnpushedWeights`). Torn or malformed lines are skipped (core.records.records).
 """
 
 from __future__ import annotations
 
 import os
+from stat import S_ISREG
 
 from ..base.values import EPOCHS, checked, parse_time
 from ..model.snapshot import PushInfo
+from ..run.run_files import checkpoint_problem
 from .records import read_json_lines
 
 RECORDS = "pushes.jsonl"
+# a run's newest weights: weights/best.pt, else weights/last.pt (autostop asks the same)
+NEWEST_WEIGHTS = ("best.pt", "last.pt")
+PUSHES_READ_MAX = 4 * 1024 * 1024  # the newest records of a pushes.jsonl that are read
 
 
 def pushes_path(run_dir: str) -> str:
@@ -49,11 +54,7 @@ def push_info(records: list[dict], best_size: int | None, best_mtime: float | No
     best_changed = None
     best_ok = [r for r in ok if r.get("file") == "best.pt"]
     if best_ok and best_size is not None:
-        pushed = best_ok[-1]
-        at = parse_time(pushed.get("time"))
-        size_differs = pushed.get("size") != best_size
-        newer = at is not None and best_mtime is not None and best_mtime > at + 1.0
-        best_changed = bool(size_differs or newer)
+        best_changed = changed_since(best_ok[-1], best_size, best_mtime)
     return PushInfo(
         last_ok_file=good.get("file"),
         last_ok_epoch=checked(good.get("epoch"), EPOCHS, integer=True)[0],
@@ -64,3 +65,74 @@ def push_info(records: list[dict], best_size: int | None, best_mtime: float | No
         best_changed=best_changed,
         attempts=len(records),
     )
+
+
+def changed_since(record: dict, size: int, mtime: float | None) -> bool:
+    """Whether the file on disk now (its size, its mtime) is not the one `record` pushed:
+    its size differs, or it is more than a second newer than the push (records keep whole
+    seconds)."""
+    at = parse_time(record.get("time"))
+    newer = at is not None and mtime is not None and mtime > at + 1.0
+    return bool(record.get("size") != size or newer)
+
+
+def _stat_key(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, S_ISREG(st.st_mode))
+
+
+class UnpushedWeights:
+    """Are a run's newest weights (NEWEST_WEIGHTS) confirmed by its push records?
+
+    `unpushed(run_dir)` is None when the run has no weights/best.pt nor weights/last.pt that
+    is a regular file (nothing to lose); False when they are confirmed: the newest
+    successful record of that file in .rgpu/pushes.jsonl (outcome "ok", or "skipped":
+    unchanged since an "ok" one) has its size, and the file is not more than a second
+    newer than that record (`changed_since`); True otherwise (never pushed, changed since
+    its push, or a symlink that leaves the run, which a push refuses). No hash is taken and
+    the Hub is not asked (autostop does both, core.hub.weights_safety). Per run, pushes.jsonl
+    is re-read and the weights re-checked only when one of their stats changed. Reads only;
+    never raises for a run's files."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[tuple, bool | None]] = {}
+
+    def unpushed(self, run_dir: str) -> bool | None:
+        for name in NEWEST_WEIGHTS:
+            path = os.path.join(run_dir, "weights", name)
+            weights = _stat_key(path)
+            if weights is not None:
+                break
+        else:
+            self._cache.pop(run_dir, None)
+            return None
+        key = (name, weights, _stat_key(pushes_path(run_dir)))
+        cached = self._cache.get(run_dir)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        verdict = self._verdict(run_dir, name, path, weights, key[2] is not None)
+        self._cache[run_dir] = (key, verdict)
+        return verdict
+
+    @staticmethod
+    def _verdict(run_dir: str, name: str, path: str, weights: tuple, has_records: bool):
+        _ino, size, mtime_ns, regular = weights
+        if not regular:
+            return None  # a FIFO or a folder named best.pt: no weights
+        try:
+            if checkpoint_problem(run_dir, path, name):
+                return True  # outside the run (or swapped for a FIFO): not pushed by rgpu-tui
+        except OSError:
+            return True
+        records = read_json_lines(pushes_path(run_dir), PUSHES_READ_MAX) if has_records else []
+        ok = [r for r in records if r.get("file") == name and r.get("outcome") in ("ok", "skipped")]
+        return not ok or changed_since(ok[-1], size, mtime_ns / 1e9)
+
+    def forget_others(self, run_dirs) -> None:
+        """Drop what is kept of runs no longer found."""
+        keep = set(run_dirs)
+        for run_dir in [d for d in self._cache if d not in keep]:
+            del self._cache[run_dir]
