@@ -15,6 +15,7 @@ import os
 import sys
 
 from ..core.base.config import add_settings_flags, default_config_path
+from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
 from .numbers import OneLineParser, number
 from .options import settings_or_none
 
@@ -59,6 +60,19 @@ def _parser() -> OneLineParser:
         help="print the hosts table once and exit (also when stdout is not a terminal)",
     )
     p.add_argument("--theme", default=None, help="Textual theme, e.g. ansi-dark for slow links")
+    p.add_argument(
+        "--prometheus-targets",
+        action="store_true",
+        help="print the hosts as Prometheus file_sd targets (JSON) for `rgpu-tui exporter` "
+        "on each, and exit; reaches no host",
+    )
+    p.add_argument(
+        "--exporter-port",
+        type=number(1, 65535, integer=True, unit=""),
+        default=DEFAULT_EXPORTER_PORT,
+        metavar="PORT",
+        help=f"with --prometheus-targets: the exporters' port (default {DEFAULT_EXPORTER_PORT})",
+    )
     add_settings_flags(p)
     return p
 
@@ -88,6 +102,12 @@ def cmd_fleet(argv: list[str]) -> int:
     if len(set(names)) != len(names):
         print("rgpu-tui: a host is named twice", file=sys.stderr)
         return 2
+    if args.prometheus_targets:
+        from ..core.fleet.prometheus_targets import file_sd_targets
+
+        json.dump(file_sd_targets(specs, args.exporter_port), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
     if args.ssh_config is not None and not os.path.isfile(args.ssh_config):
         print(f"rgpu-tui: --ssh-config: {args.ssh_config} is not a file", file=sys.stderr)
         return 2
