@@ -15,6 +15,7 @@ import sys
 from .agent import cmd_agent
 from .app import cmd_app
 from .demo import cmd_demo
+from .exporter import cmd_exporter
 from .fleet import cmd_fleet
 from .launch import cmd_launch, cmd_stop
 from .output import run_guarded
@@ -39,6 +40,7 @@ COMMANDS = {
     "watch": (cmd_watch, "watch with no screen: one line per event, and notify_command for it"),
     "fleet": (cmd_fleet, "every machine of [[hosts]] over SSH: a live table, a host's full view"),
     "agent": (cmd_agent, "the remote end of `fleet`: JSON lines on stdout, commands on stdin"),
+    "exporter": (cmd_exporter, "runs, GPUs and money at /metrics for Prometheus (read-only)"),
     "help": (lambda _argv: cmd_app(["--help"]), "this help (also -h, --help)"),
 }
 

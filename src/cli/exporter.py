@@ -1,0 +1,215 @@
+"""`rgpu-tui exporter [ROOT] [--listen 127.0.0.1:9464]`: runs, GPUs and money for Prometheus.
+
+`/metrics` in the Prometheus text format through prometheus_client: a registry of our own
+(no global state) holding one collector that serves the newest families of the refresher
+(core.picture.exporter_feed: the app's Collector, at most one read a second, a scrape never
+held up for long by a slow disk; the families and their contract are core.picture.prometheus).
+It binds loopback unless told otherwise (reach it over an SSH tunnel, or run Prometheus on
+the machine), answers `/` with one line and anything else with 404, and logs no request.
+It reads only: it never pushes, notifies or stops. SIGINT and SIGTERM end it with status 0;
+a port it cannot bind ends it with status 1 and one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import socket
+import sys
+import threading
+from socketserver import TCPServer, ThreadingMixIn
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+from ..core.base.config import add_settings_flags
+from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
+from .gpus import add_gpu_source_flags, gpu_source_or_none
+from .numbers import OneLineParser
+from .options import DEFAULT_ROOT, settings_or_none
+
+DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_EXPORTER_PORT}"
+FIRST_REFRESH_WAIT_S = 10.0  # the first Snapshot before listening (a hung disk: listen anyway)
+REQUEST_TIMEOUT_S = 10.0  # a client that sends nothing is dropped after this
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """HOST:PORT or [IPv6]:PORT (port 0: any free port); an argparse type."""
+    host, sep, port = text.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"must be HOST:PORT (e.g. {DEFAULT_LISTEN}, [::1]:9464, 0.0.0.0:9464), got {text!r}"
+        )
+    return host, int(port)
+
+
+def _parser() -> OneLineParser:
+    p = OneLineParser(
+        prog="rgpu-tui exporter",
+        description="Serve PATH's runs, GPUs and money at /metrics for Prometheus (the "
+        "metric names are a contract: docs/exporter.md). Reads only; binds loopback unless "
+        "--listen says otherwise. Ends with status 0 on SIGINT or SIGTERM.",
+    )
+    p.add_argument("path", nargs="?", default=DEFAULT_ROOT, help="runs root or one run directory")
+    p.add_argument(
+        "--listen",
+        type=listen_address,
+        default=listen_address(DEFAULT_LISTEN),
+        metavar="HOST:PORT",
+        help=f"where to serve (default {DEFAULT_LISTEN}; port 0: a free one, said at start)",
+    )
+    add_gpu_source_flags(p)
+    add_settings_flags(p)
+    return p
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"rgpu-tui exporter: {text}\n")
+    sys.stderr.flush()
+
+
+def cmd_exporter(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    settings = settings_or_none(args)
+    if settings is None:
+        return 2
+    choice = gpu_source_or_none(args)
+    if choice is None:
+        return 2
+
+    from ..core.base.headless import Stop
+    from ..core.base.text import printable
+    from ..core.picture.collect import Collector
+    from ..core.picture.exporter_feed import MetricsFeed
+
+    root = os.path.abspath(os.path.expanduser(args.path))
+    host, port = args.listen
+    stop = Stop()
+    collector = feed = server = None
+    try:
+        collector = Collector(root, **choice.collector_args(), log_keep=1, settings=settings)
+        feed = MetricsFeed(collector, on_error=_say).start()
+        feed.wait_first(FIRST_REFRESH_WAIT_S)
+        try:
+            server = make_server(host, port, feed)
+        except OSError as exc:
+            print(
+                f"rgpu-tui: cannot listen on {printable(host)}:{port}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return 1
+        bound = server.server_address[1]
+        shown = f"[{host}]" if ":" in host else host
+        _say(
+            f"serving http://{printable(shown)}:{bound}/metrics for {printable(root)} "
+            f"(GPUs: {_source_text(choice)})"
+        )
+        if not _loopback(host):
+            _say(
+                f"warning: {printable(host)} is not loopback: whoever reaches port {bound} "
+                "sees run names, GPUs and money (no TLS, no auth); an SSH tunnel is safer"
+            )
+        serving = threading.Thread(target=server.serve_forever, name="rgpu-exporter-http")
+        serving.daemon = True
+        serving.start()
+        while not stop.requested:
+            stop.wait(3600.0)
+    finally:
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if feed is not None:
+            feed.close()
+        if collector is not None:
+            collector.close()
+        stop.close()
+    return 0
+
+
+def _source_text(choice) -> str:
+    if choice.fake_gpus is not None:
+        return f'{choice.fake_gpus} simulated, served with source="fake"'
+    if choice.replay is not None:
+        return 'a recording, served with source="replay"'
+    return "NVML"
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# -- serving ----------------------------------------------------------------------------
+
+
+class _FeedCollector:
+    """A prometheus_client collector over the feed's newest families (gauges)."""
+
+    def __init__(self, feed) -> None:
+        self.feed = feed
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        for fam in self.feed.latest():
+            m = fam.metric
+            gauge = GaugeMetricFamily(m.name, m.help, labels=m.labels)
+            for labels, value in fam.samples:
+                gauge.add_metric(labels, value)
+            yield gauge
+
+
+def metrics_app(feed):
+    """The WSGI app: /metrics, a line at /, 404 elsewhere."""
+    from prometheus_client import CollectorRegistry, make_wsgi_app
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_FeedCollector(feed))
+    metrics = make_wsgi_app(registry)
+
+    def app(environ, start_response):
+        path = environ.get("PATH_INFO") or "/"
+        if path == "/metrics":
+            return metrics(environ, start_response)
+        status = "200 OK" if path == "/" else "404 Not Found"
+        start_response(status, [("Content-Type", "text/plain; charset=utf-8")])
+        return [b"rgpu-tui exporter: the metrics are at /metrics\n"]
+
+    return app
+
+
+class _Quiet(WSGIRequestHandler):
+    timeout = REQUEST_TIMEOUT_S
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
+        pass
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+    def server_bind(self) -> None:
+        # HTTPServer's server_bind looks the host's name up (socket.getfqdn): seconds on a
+        # machine whose DNS does not answer; the name is only for CGI variables
+        TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+        self.setup_environ()
+
+
+def make_server(host: str, port: int, feed) -> WSGIServer:
+    """Bound and ready (serve_forever on a thread); OSError when it cannot bind."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    families = [info[0] for info in infos]  # "localhost": 127.0.0.1, what a target names
+    family = socket.AF_INET if socket.AF_INET in families else families[0]
+
+    class Server(_Server):
+        address_family = family
+
+    server = Server((host, port), _Quiet)
+    server.set_app(metrics_app(feed))
+    return server
