@@ -36,6 +36,15 @@ def cmd_demo(argv: list[str]) -> int:
     add_gpu_source_flags(p)
     add_settings_flags(p)
     args = p.parse_args(argv)
+    if not args.no_app:  # before anything starts: no training the app could not show
+        from .app import no_terminal
+
+        refused = no_terminal(
+            "rgpu-tui demo", "`rgpu-tui demo --no-app` launches and prints the run's progress"
+        )
+        if refused:
+            print(refused, file=sys.stderr)
+            return 2
     settings = settings_or_none(args)
     if settings is None:
         return 2
