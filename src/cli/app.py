@@ -48,7 +48,7 @@ def app_parser() -> argparse.ArgumentParser:
 
 def cmd_app(argv: list[str]) -> int:
     args = app_parser().parse_args(argv)
-    refused = not_a_path(args.path) or no_terminal("rgpu-tui")
+    refused = not_a_path(args.path)
     if refused:
         print(refused, file=sys.stderr)
         return 2
@@ -69,6 +69,11 @@ def cmd_app(argv: list[str]) -> int:
         )
     except ValueError as exc:
         print(f"rgpu-tui: {exc}", file=sys.stderr)
+        return 2
+    refused = no_terminal("rgpu-tui")  # after every value is checked: those errors first
+    if refused:
+        app.collector.close()
+        print(refused, file=sys.stderr)
         return 2
     app.run()
     return app.return_code or 0

@@ -36,6 +36,12 @@ def cmd_demo(argv: list[str]) -> int:
     add_gpu_source_flags(p)
     add_settings_flags(p)
     args = p.parse_args(argv)
+    settings = settings_or_none(args)
+    if settings is None:
+        return 2
+    choice = gpu_source_or_none(args)  # before anything starts: a bad value starts nothing
+    if choice is None:
+        return 2
     if not args.no_app:  # before anything starts: no training the app could not show
         from .app import no_terminal
 
@@ -45,12 +51,6 @@ def cmd_demo(argv: list[str]) -> int:
         if refused:
             print(refused, file=sys.stderr)
             return 2
-    settings = settings_or_none(args)
-    if settings is None:
-        return 2
-    choice = gpu_source_or_none(args)  # before anything starts: a bad value starts nothing
-    if choice is None:
-        return 2
     from ..core.launch import demo as steps
 
     try:
