@@ -225,13 +225,15 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self.runs_list.show_runs(runs, self.wanted, snap.deep_dirs_skipped)
         self.gpu_pane.show(snap.gpus, snap.system, runs)
         self.cost_strip.show(snap.cost)
-        self.idle_banner.show(snap.cost)
+        self.idle_banner.show(snap.cost, snap.gpus)
         self.autostop_line.show(snap.autostop)
         run = snap.run(self.wanted)
         message = view.error or snap.problem
         if run is not None and sel is None and view.state.reachable:
             message = f"fetching its metrics and log from {self.host}…"
-        self.run_header.show(run, snap.generated_at, message, sel.pushes if sel else None)
+        simulated = snap.gpus is not None and snap.gpus.simulated
+        pushes = sel.pushes if sel else None
+        self.run_header.show(run, snap.generated_at, message, pushes, simulated=simulated)
         self.metrics_pane.show(sel.metrics if sel else None)
         self.log_pane.show(sel.log if sel else None)
         self._log_later()
