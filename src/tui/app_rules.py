@@ -1,13 +1,16 @@
 """What every rgpu-tui app (the local one and the fleet's) does the same way: notices made
-printable and never read as markup, the layout classes app.tcss keys on, and the terminal
-given back on SIGTERM and SIGHUP."""
+printable and never read as markup, the layout classes app.tcss keys on, the terminal
+given back on SIGTERM and SIGHUP, and the command palette listing every key (tui.commands)."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
 
+from textual.app import App
+
 from ..core.base.text import printable
+from .commands import KeysProvider
 
 WIDE_COLUMNS = 140  # from here the panes sit side by side ("-wide")
 SHORT_ROWS = 32  # below this the metrics pane drops its border ("-short")
@@ -25,6 +28,7 @@ class AppRules:
     can still be killed)."""
 
     EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+    COMMANDS = App.COMMANDS | {KeysProvider}  # ctrl+p: Textual's commands and every key
 
     def on_mount(self) -> None:  # Textual calls each class's handler along the MRO
         if self.is_headless:  # under Pilot: the test runner's signals are its own

@@ -390,7 +390,7 @@ def idle_message(snap: Snapshot) -> str | None:
     c = snap.cost
     if c is None or c.idle_now_seconds is None or c.idle_now_seconds < c.idle_minutes * 60:
         return None
-    text = f"machine idle for {fmt_duration(c.idle_now_seconds)}: no run running"
+    text = f"machine idle for {fmt_duration(c.idle_now_seconds)}: no run running or starting"
     if snap.gpus is not None and snap.gpus.available:
         text += f", every {'simulated ' if snap.gpus.simulated else ''}GPU under 5%"
     if c.price_per_hour is not None:

@@ -13,7 +13,7 @@ The model (the seed guide's "Stop paying" section):
   $0.0685. Providers bill storage by 30-day months, so 720 it is.
 - stopping saves (1 - stopped/running) of the rate; break-even = rebuild cost /
   stopped rate: coming back sooner favours stopping, later favours destroying.
-- idle: no run running and every GPU under 5% (GpuView.idle); without GPU
+- idle: no run running or starting and every GPU under 5% (GpuView.idle); without GPU
   readings, no run running; counted by the one idle clock (core.picture.idle). Idle money
   is idle seconds seen x the rate; the banner is up once the current stretch has
   lasted idle_minutes.

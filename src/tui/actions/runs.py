@@ -16,7 +16,8 @@ from ...core.base.text import printable
 from ...core.launch.gpu_probe import gpu_preflight, preflight_to_text
 from ...core.launch.resume import ResumeError, ResumePlan, plan_resume, start_resume
 from ...core.launch.stop import stop_run
-from ...core.records.launch_records import LaunchRecord
+from ...core.model.snapshot import RunInfo
+from ...core.records.launch_records import LaunchRecord, is_launch_pseudo_dir
 from ..messages import StopProgress
 from ..screens.dialogs import ConfirmScreen, ReportScreen
 from ..screens.launch import LaunchScreen, launch_defaults
@@ -58,6 +59,19 @@ def resume_refusal(state: str) -> str | None:
     if why is None and state not in ("dead", "failed"):
         why = "is not DEAD or FAILED: nothing to resume"
     return why
+
+
+def launch_refusal(run: RunInfo) -> str | None:
+    """Why a launch that ended before its run directory existed is not resumed, in the
+    user's terms (its stand-in path, .rgpu/launch/ID, is no run directory and has no
+    last.pt); None for a run directory or a launch still starting."""
+    if run.state == "starting" or not is_launch_pseudo_dir(run.run_dir):
+        return None
+    what = run.error or "its process ended before libreyolo wrote status.json"
+    return (
+        f"{run.name} never started training ({what}): there is no checkpoint to resume "
+        "from; fix that and launch it again."
+    )
 
 
 def resume_body(plan: ResumePlan) -> Text:
@@ -157,6 +171,10 @@ class RunActions:
         run = snap.selected_run if snap else None
         if run is None:
             self.notify("No run selected.", severity="warning")
+            return
+        never = launch_refusal(run)
+        if never is not None:
+            self.notify(never, severity="warning", timeout=15)
             return
         why = resume_refusal(run.state)
         if why is not None:
