@@ -19,11 +19,15 @@ from rgpu_tui.tui.fleet.host_screen import HostScreen
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen
 
 from .helpers import make_app, notices, wait_for
-from .test_fleet import bring_up, fleet_app, table_text
-from .test_fleet import machines as _machines  # noqa: F401 (the fixture `machines`)
+from .test_fleet import (
+    bring_up,
+    fleet_app,
+    machines,  # noqa: F401 (a fixture: the tests below take it)
+    table_text,
+)
 
 
-async def test_c_n_g_a_in_a_hosts_view_each_say_where_it_is_done(runs_root, machines):
+async def test_c_n_g_a_in_a_hosts_view_each_say_where_it_is_done(runs_root, machines):  # noqa: F811
     app = fleet_app(runs_root, machines)
     async with app.run_test(size=(100, 30)) as pilot:
         bring_up(app, runs_root, machines)
@@ -147,7 +151,7 @@ def _palette_shows(app, title: str) -> bool:
     )
 
 
-async def test_the_palette_in_a_hosts_view_lists_that_screens_keys(runs_root, machines):
+async def test_the_palette_in_a_hosts_view_lists_that_screens_keys(runs_root, machines):  # noqa: F811
     app = fleet_app(runs_root, machines)
     async with app.run_test(size=(100, 30)) as pilot:
         bring_up(app, runs_root, machines)
