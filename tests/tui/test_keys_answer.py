@@ -4,6 +4,7 @@ launch that never started says so in the user's terms (not its .rgpu/launch/ID s
 the command palette (ctrl+p) lists every action bound on the app and the screen, with its
 key, and runs it. In tmux: tests/e2e/test_terminal.py."""
 
+# ruff: noqa: F811 (the fixtures imported below are the tests' arguments)
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ from .test_fleet import (
 )
 
 
-async def test_c_n_g_a_in_a_hosts_view_each_say_where_it_is_done(runs_root, machines):  # noqa: F811
+async def test_c_n_g_a_in_a_hosts_view_each_say_where_it_is_done(runs_root, machines):
     app = fleet_app(runs_root, machines)
     async with app.run_test(size=(100, 30)) as pilot:
         bring_up(app, runs_root, machines)
@@ -151,7 +152,7 @@ def _palette_shows(app, title: str) -> bool:
     )
 
 
-async def test_the_palette_in_a_hosts_view_lists_that_screens_keys(runs_root, machines):  # noqa: F811
+async def test_the_palette_in_a_hosts_view_lists_that_screens_keys(runs_root, machines):
     app = fleet_app(runs_root, machines)
     async with app.run_test(size=(100, 30)) as pilot:
         bring_up(app, runs_root, machines)
