@@ -38,24 +38,25 @@ def fmt_money(value: float | None) -> str:
     return f"{sign}${abs(value):,.2f}"
 
 
-PRICE_MIN_DECIMALS = 4  # under $1 a price shows at least this many decimals
+PRICE_DIGITS = 3  # under $1 a price keeps 3 significant digits
 PRICE_MAX_DECIMALS = 10
 
 
 def fmt_price(value: float | None, per: str) -> str:
-    """A price per something ("h", "epoch"): to the cent from $1, else with at least 4
-    decimals and 2 significant digits ($0.0694/h, $0.0012/epoch: a cheap epoch is not
-    "$0.00"); '?/per' when unknown."""
+    """A price per something ("h", "epoch"): to the cent from $1, else 3 significant
+    digits, trailing zeros dropped down to the cents ($0.0694/h, $0.058/epoch, $0.35/epoch,
+    $0.0012/epoch: a cheap epoch is not "$0.00"); '?/per' when unknown."""
     if value is None or not math.isfinite(value):
         return f"?/{per}"
     sign = "-" if value < 0 else ""
     a = abs(value)
-    if a >= 1:
+    if a >= 1 or a == 0:
         return f"{sign}${a:,.2f}/{per}"
-    decimals = PRICE_MIN_DECIMALS
-    if a > 0:  # 2 significant digits: 0.00012 needs 5 decimals
-        decimals = min(max(decimals, 1 - math.floor(math.log10(a))), PRICE_MAX_DECIMALS)
-    return f"{sign}${a:.{decimals}f}/{per}"
+    decimals = PRICE_DIGITS - 1 - math.floor(math.log10(a))
+    text = f"{a:.{min(max(decimals, 2), PRICE_MAX_DECIMALS)}f}"
+    whole, frac = text.split(".")
+    frac = frac.rstrip("0").ljust(2, "0")
+    return f"{sign}${whole}.{frac}/{per}"
 
 
 def fmt_rate(per_hour: float | None) -> str:

@@ -41,7 +41,7 @@ def idle_banner_text(c: CostView, gpus: GpuView | None = None) -> str:
         money = f"{fmt_money(c.idle_now_spent)} spent idle at {fmt_rate(c.price_per_hour)}"
     else:
         money = "no price set, so the money is unknown"
-    by = " (by simulated GPUs)" if gpus is not None and gpus.simulated else ""
+    by = " (simulated GPUs)" if gpus is not None and gpus.simulated else ""
     return f"Idle {minutes} min{by} — {money}. Push checkpoints, then stop or destroy."
 
 

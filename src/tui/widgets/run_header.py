@@ -97,9 +97,10 @@ class RunHeader(LinePane):
         top.append(f"  epoch {epoch_text(r)}")
         if r.gpu_indices:
             plural = "s" if len(r.gpu_indices) > 1 else ""
-            top.append(f"  GPU{plural} {fmt_gpu_indices(r.gpu_indices)}")
-            if self._simulated:
-                top.append(" simulated", style="bold magenta")
+            if self._simulated:  # first: a narrow header cuts the row's end
+                top.append("  sim", style="bold magenta")
+            top.append(f"{' ' if self._simulated else '  '}GPU{plural} ")
+            top.append(fmt_gpu_indices(r.gpu_indices))
 
         pct = "  ?%" if r.progress is None else f"{r.progress * 100:3.0f}%"
         eta = f"ETA {fmt_duration(r.eta_seconds)}" if r.eta_seconds is not None else "ETA -"

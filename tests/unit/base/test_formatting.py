@@ -14,17 +14,20 @@ from rgpu_tui.core.base.formatting import fmt_bytes, fmt_bytes_of, fmt_price, fm
 @pytest.mark.parametrize(
     "value,per,text",
     [
-        (2.10 * 2.1 / 3600, "epoch", "$0.0012/epoch"),  # 2.1 s an epoch at $2.10/h
-        (0.00012, "epoch", "$0.00012/epoch"),  # two significant digits, however small
-        (0.0694, "h", "$0.0694/h"),  # the seed's stopped rate, as before
-        (0.35, "epoch", "$0.3500/epoch"),
+        (2.10 * 2.0 / 3600, "epoch", "$0.00117/epoch"),  # 2 s an epoch at $2.10/h
+        (0.00012, "epoch", "$0.00012/epoch"),  # significant digits, however small
+        (0.0694444, "h", "$0.0694/h"),  # the seed's stopped rate, as before
+        (3.48 * 60 / 3600, "epoch", "$0.058/epoch"),  # no trailing zero
+        (0.35, "epoch", "$0.35/epoch"),
+        (0.5, "h", "$0.50/h"),
+        (0.999, "h", "$0.999/h"),
         (2.1, "h", "$2.10/h"),
         (1234.5, "h", "$1,234.50/h"),
-        (0.0, "epoch", "$0.0000/epoch"),
-        (-0.5, "h", "-$0.5000/h"),
+        (0.0, "epoch", "$0.00/epoch"),
+        (-0.5, "h", "-$0.50/h"),
         (None, "epoch", "?/epoch"),
         (math.nan, "h", "?/h"),
-        (1e-30, "h", "$0.0000000000/h"),  # capped: never a hundred zeros
+        (1e-30, "h", "$0.00/h"),  # capped: never a hundred zeros
     ],
 )
 def test_fmt_price(value, per, text) -> None:
