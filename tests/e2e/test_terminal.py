@@ -191,3 +191,55 @@ def test_a_signal_gives_the_terminal_back(tmp_path, sig) -> None:
         assert term.wait_exit() == 128 + int(sig)
         modes = _pane_modes(term)
         assert set(modes.values()) == {"0"}, modes
+
+
+# -- keys that answer, in a real terminal ----------------------------------------------------
+
+
+def _failed_launch(root: Path) -> None:
+    """A launch recorded by `rgpu-tui launch` whose process died before status.json."""
+    import json
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    console = root / ".rgpu" / "console" / "l-bad.log"
+    console.parent.mkdir(parents=True)
+    console.write_text("Error: data.yaml not found\n")
+    now = time.time()
+    record = {
+        "kind": "launch", "id": "l-bad", "time": now - 5, "pid": proc.pid,
+        "create_time": now - 5, "argv": ["libreyolo", "train", "name=bad"],
+        "command": "libreyolo train name=bad", "cwd": str(root), "project": str(root),
+        "name": "bad", "console_log": str(console),
+    }  # fmt: skip
+    (root / ".rgpu" / "launches.jsonl").write_text(json.dumps(record) + "\n")
+
+
+def test_keys_answer_in_tmux(tmp_path) -> None:
+    """At 80x24: `r` on a launch that never started says so (not its .rgpu/launch path),
+    `a` with no autostop says there is nothing to cancel, ctrl+p finds an action by name
+    and runs it."""
+    _need_tmux()
+    root = tmp_path / "runs"
+    root.mkdir()
+    _failed_launch(root)
+    env = clean_env(tmp_path)
+    with Tmux(80, 24) as term:
+        term.start_app([str(RGPU_TUI), str(root), "--fake-gpus", "1"], tmp_path / "rc", env=env)
+        term.wait_for("bad (launch)")
+        term.send("r")
+        screen = term.wait_for("never started training")
+        assert ".rgpu" not in screen
+        term.send("a")
+        term.wait_for("No autostop to cancel")
+        term.send("C-p")
+        term.wait_for("Search for commands")
+        term.type("GPU check")
+        term.wait_for("GPU check (g)")
+        term.send("Enter")  # the check's dialog, then its report
+        term.wait_for(lambda s: "python:" in s and "esc: close" in s, "the GPU check's report")
+        term.send("Escape")
+        term.wait_for(lambda s: "esc: close" not in s, "the report closed")
+        term.send("q")  # not with the escape: ESC q at once reads as alt+q
+        assert term.wait_exit() == 0
