@@ -4,9 +4,12 @@ commands (from the COMMANDS table) and its --version says what is installed."""
 from __future__ import annotations
 
 import argparse
+import difflib
+import os
 import sys
 
 from ..core.base.config import add_settings_flags
+from ..core.base.text import printable
 from .gpus import add_gpu_source_flags, gpu_source
 from .numbers import OneLineParser, number
 from .options import DEFAULT_ROOT, settings_or_none
@@ -45,6 +48,10 @@ def app_parser() -> argparse.ArgumentParser:
 
 def cmd_app(argv: list[str]) -> int:
     args = app_parser().parse_args(argv)
+    refused = not_a_path(args.path)
+    if refused:
+        print(refused, file=sys.stderr)
+        return 2
     settings = settings_or_none(args)
     if settings is None:
         return 2
@@ -63,8 +70,86 @@ def cmd_app(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"rgpu-tui: {exc}", file=sys.stderr)
         return 2
+    refused = no_terminal("rgpu-tui")  # after every value is checked: those errors first
+    if refused:
+        app.collector.close()
+        print(refused, file=sys.stderr)
+        return 2
     app.run()
     return app.return_code or 0
+
+
+# -- what the app refuses to open on ----------------------------------------------------
+
+# words people type for a command that has another name here
+OTHER_NAMES = {
+    "train": "launch",
+    "start": "launch",
+    "run": "launch",
+    "kill": "stop",
+    "status": "snapshot",
+    "show": "snapshot",
+    "ls": "snapshot",
+    "list": "snapshot",
+    "price": "cost",
+    "upload": "push",
+    "download": "pull",
+    "check": "preflight",
+    "gpus": "preflight",
+}
+
+
+def not_a_path(path: str) -> str | None:
+    """Why PATH is not opened: a bare word (no "/", not "." or "~" first) that is neither a
+    command nor an existing path is a mistyped command, not a runs root to wait on; the
+    line lists the commands and the nearest one. `./WORD` forces a path; None to open it."""
+    if "/" in path or path.startswith((".", "~")) or os.path.lexists(path):
+        return None
+    from . import COMMANDS
+
+    names = list(COMMANDS)
+    near = difflib.get_close_matches(path, names, n=1, cutoff=0.6)
+    guess = near[0] if near else OTHER_NAMES.get(path.lower())
+    hint = f"did you mean `rgpu-tui {guess}`? " if guess else ""
+    if path.lower() == "doctor":
+        hint = "`libreyolo doctor DATA.yaml` checks a dataset (launch runs it); "
+    shown = printable(path)
+    return (
+        f"rgpu-tui: {shown!r} is neither a command nor an existing path: {hint}"
+        f"commands: {', '.join(names)}; `./{shown}` opens it as a runs root"
+    )
+
+
+APP_INSTEAD = (
+    "`rgpu-tui snapshot` prints what it shows once, `rgpu-tui watch` prints each event as it comes"
+)
+
+
+def no_terminal(prog: str, instead: str = APP_INSTEAD) -> str | None:
+    """Why a full-screen app cannot start: it reads keys on stdin and draws on stdout and
+    stderr (Textual's output), so each must be a terminal. Without one it would wait on
+    keys that never come (stdin /dev/null: a busy core); None when all three are."""
+    missing = [
+        name
+        for name, stream in (
+            ("stdin", sys.__stdin__),
+            ("stdout", sys.__stdout__),
+            ("stderr", sys.__stderr__),
+        )
+        if stream is None or not _isatty(stream)
+    ]
+    if not missing:
+        return None
+    which = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
+    verb = "is" if len(missing) == 1 else "are"
+    return f"{prog}: the app needs a terminal, and {which} {verb} not one: {instead}"
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (ValueError, OSError):  # closed
+        return False
 
 
 # -- --help and --version ------------------------------------------------------------

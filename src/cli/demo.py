@@ -42,6 +42,15 @@ def cmd_demo(argv: list[str]) -> int:
     choice = gpu_source_or_none(args)  # before anything starts: a bad value starts nothing
     if choice is None:
         return 2
+    if not args.no_app:  # before anything starts: no training the app could not show
+        from .app import no_terminal
+
+        refused = no_terminal(
+            "rgpu-tui demo", "`rgpu-tui demo --no-app` launches and prints the run's progress"
+        )
+        if refused:
+            print(refused, file=sys.stderr)
+            return 2
     from ..core.launch import demo as steps
 
     try:

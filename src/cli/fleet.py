@@ -113,6 +113,12 @@ def cmd_fleet(argv: list[str]) -> int:
         return 2
 
     if not args.json and not args.once and sys.stdout.isatty():
+        from .app import no_terminal
+
+        refused = no_terminal("rgpu-tui fleet", "`rgpu-tui fleet --once` prints the table once")
+        if refused:
+            print(refused, file=sys.stderr)
+            return 2
         return _screen(specs, args)
     fleet = Fleet(
         specs,

@@ -1,6 +1,6 @@
 """What several commands share: the default runs root, the settings from the flags
 (`--config`, `--price-per-hour`, ...: core.base.config) with their errors and warnings printed,
-the Hub's `--timeout` (push, pull), and file sizes as people read them."""
+and the Hub's `--timeout` (push, pull)."""
 
 from __future__ import annotations
 
@@ -36,12 +36,3 @@ def settings_or_none(args):
     for warning in settings.warnings:
         print(f"rgpu-tui: warning: {warning}", file=sys.stderr)
     return settings
-
-
-def human_bytes(n: float) -> str:
-    """812 B, 3.4 MB, 1.2 GB (decimal units, as the Hub shows sizes)."""
-    for unit in ("B", "KB", "MB"):
-        if n < 1000:
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"

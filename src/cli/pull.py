@@ -7,9 +7,10 @@ import json
 import os
 import sys
 
+from ..core.base.formatting import fmt_bytes
 from .interrupts import interrupted, sigterm_interrupts
 from .numbers import OneLineParser
-from .options import add_hub_timeout_flag, human_bytes, settings_or_none
+from .options import add_hub_timeout_flag, settings_or_none
 
 
 def _pull_parser() -> argparse.ArgumentParser:
@@ -59,7 +60,7 @@ def cmd_pull(argv: list[str]) -> int:
 
     def downloading(rel: str, size: int) -> None:  # a big file on a slow link takes a while
         if not args.json:
-            print(f"downloading {rel} ({human_bytes(size)})...", flush=True)
+            print(f"downloading {rel} ({fmt_bytes(size)})...", flush=True)
 
     # SIGTERM ends a download like Ctrl-C: its temporary file is removed on the way out
     try:
@@ -87,7 +88,7 @@ def cmd_pull(argv: list[str]) -> int:
         for f in result.files:
             sha = f" sha256 {f.sha256[:12]}" if f.sha256 else ""
             if f.outcome == DOWNLOADED:
-                print(printable(f"downloaded {f.rel} ({human_bytes(f.size or 0)},{sha})"))
+                print(printable(f"downloaded {f.rel} ({fmt_bytes(f.size or 0)},{sha})"))
             elif f.outcome == ALREADY_HERE:
                 print(printable(f"{f.rel} already here ({sha.strip()})"))
         if result.files and result.revision:

@@ -9,9 +9,10 @@ import os
 import sys
 
 from ..core.base.config import add_settings_flags
+from ..core.base.formatting import fmt_bytes
 from .interrupts import interrupted, sigterm_interrupts
 from .numbers import OneLineParser, number
-from .options import add_hub_timeout_flag, human_bytes, settings_or_none
+from .options import add_hub_timeout_flag, settings_or_none
 
 PUSH_SETTLE_RANGE = (0.0, 300.0)  # seconds
 
@@ -81,7 +82,7 @@ def cmd_push(argv: list[str]) -> int:
         sys.stdout.write("\n")
     elif result.ok:
         where = f"{result.repo}/{result.path}"
-        size = f" ({human_bytes(result.size)})" if result.size is not None else ""
+        size = f" ({fmt_bytes(result.size)})" if result.size is not None else ""
         if result.skipped_unchanged:
             line = f"{result.file}{size} is unchanged since it was pushed to {where}"
         else:

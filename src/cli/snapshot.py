@@ -90,6 +90,7 @@ def _cost_parser() -> argparse.ArgumentParser:
         "default disk size (default ./runs; need not exist)",
     )
     p.add_argument("--json", action="store_true", help="print JSON (the `cost` of snapshot --json)")
+    add_gpu_source_flags(p)
     add_settings_flags(p)
     return p
 
@@ -99,6 +100,10 @@ def cmd_cost(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
+    choice = gpu_source_or_none(args)
+    if choice is None:
+        return 2
+    from ..core.machine.gpu import GpuMonitor
     from ..core.picture.cost import cost_once, cost_to_text, disk_gb_for, disk_view
     from ..core.picture.snapshot_json import cost_to_json
 
@@ -110,10 +115,15 @@ def cmd_cost(argv: list[str]) -> int:
         snap = RunsWatcher(args.path).refresh(now, selected=os.path.abspath(args.path))
         runs, run = snap.runs, snap.selected_run
     system = disk_view(args.path)
-    cost = cost_once(settings, now, runs, run, None, system)
+    monitor = GpuMonitor(choice.fake_gpus, fake_lose=choice.fake_lose, replay=choice.replay)
+    try:  # the GPUs the price is for (the price per GPU; simulated ones said so)
+        gpus = monitor.sample(now, runs, None)
+    finally:
+        monitor.close()
+    cost = cost_once(settings, now, runs, run, gpus, system)
     if args.json:
         json.dump(cost_to_json(cost), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        print(cost_to_text(cost, settings, now, disk_gb_for(settings, system), run))
+        print(cost_to_text(cost, settings, now, disk_gb_for(settings, system), run, gpus))
     return 0

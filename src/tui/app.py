@@ -20,7 +20,7 @@ from textual.binding import Binding
 from textual.widgets import Footer, OptionList
 
 from ..core.away.events import EventEngine
-from ..core.base.config import Settings
+from ..core.base.config import Settings, config_file_for
 from ..core.hub.auto_push import AutoPusher
 from ..core.hub.push_queue import PushQueue
 from ..core.model.snapshot import Snapshot
@@ -128,7 +128,7 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
             self.root_arg, self.settings, hold=self.no_autostop, clock=self.clock, id="autostop"
         )
         self.gpu_pane = GpuPane(id="gpus")
-        self.cost_strip = CostStrip(id="cost")
+        self.cost_strip = CostStrip(config_file_for(self.settings), id="cost")
         self.push_bar = PushBar(id="push")
         yield self.idle_banner
         yield self.autostop_line
@@ -215,7 +215,7 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         runs.show_runs(snap.runs, sel_dir, snap.deep_dirs_skipped)
         self.gpu_pane.show(snap.gpus, snap.system, snap.runs)
         self.cost_strip.show(snap.cost)
-        if self.idle_banner.show(snap.cost):
+        if self.idle_banner.show(snap.cost, snap.gpus):
             self.bell()  # once, when the idle banner appears
         self.autostop_line.show(snap.cost, snap.autostop)
         top = self.screen_stack[-1] if self.screen_stack else None  # empty while closing
@@ -227,6 +227,7 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
             snap.generated_at,
             message,
             snap.selected.pushes if snap.selected else None,
+            simulated=snap.gpus is not None and snap.gpus.simulated,
         )
         self.metrics_pane.show(snap.selected.metrics if snap.selected else None)
         self.log_pane.show(snap.selected.log if snap.selected else None)

@@ -1,9 +1,16 @@
 """What every rgpu-tui app (the local one and the fleet's) does the same way: notices made
-printable and never read as markup, and the layout classes app.tcss keys on."""
+printable and never read as markup, the layout classes app.tcss keys on, the terminal
+given back on SIGTERM and SIGHUP, and the command palette listing every key (tui.commands)."""
 
 from __future__ import annotations
 
+import asyncio
+import signal
+
+from textual.app import App
+
 from ..core.base.text import printable
+from .commands import KeysProvider
 
 WIDE_COLUMNS = 140  # from here the panes sit side by side ("-wide")
 SHORT_ROWS = 32  # below this the metrics pane drops its border ("-short")
@@ -11,7 +18,34 @@ SHORT_ROWS = 32  # below this the metrics pane drops its border ("-short")
 
 class AppRules:
     """A mixin before textual's App in the bases. Call `_set_layout(self.size)` in
-    on_mount; resizes follow by themselves."""
+    on_mount; resizes follow by themselves.
+
+    SIGTERM and SIGHUP (`kill PID`, a closed tmux window or SSH session) end the app as `q`
+    does: Python's default would end the process at once and leave the terminal in the
+    alternate screen with mouse reporting on; here the app exits (status 128 + the
+    signal's number) and Textual gives the terminal back first. The handler is taken off
+    once it fired, so the same signal again ends the process at once (an exit that hangs
+    can still be killed)."""
+
+    EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+    COMMANDS = App.COMMANDS | {KeysProvider}  # ctrl+p: Textual's commands and every key
+
+    def on_mount(self) -> None:  # Textual calls each class's handler along the MRO
+        if self.is_headless:  # under Pilot: the test runner's signals are its own
+            return
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in self.EXIT_SIGNALS:
+                loop.add_signal_handler(sig, self._exit_on_signal, sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # no such signal, not main
+            pass
+
+    def _exit_on_signal(self, sig: int) -> None:
+        try:
+            asyncio.get_running_loop().remove_signal_handler(sig)
+        except (RuntimeError, ValueError):
+            pass
+        self.exit(return_code=128 + int(sig))
 
     def notify(
         self,

@@ -24,7 +24,7 @@ async def test_strip_shows_rate_spent_run_epoch_and_finish(runs_root):
         assert text.startswith("$3.48/h")
         assert "spent $3.48" in text  # one billed hour
         assert "run $3.48" in text  # live_exp started at t0: 1 h elapsed
-        assert "$0.06/epoch" in text  # 60 s per epoch
+        assert "$0.058/epoch" in text  # 60 s per epoch at $3.4828/h: 3 significant digits
         # 70 epochs x 60 s - 10 s since the last update = 4190 s
         assert "to finish $4.05" in text
 
@@ -84,11 +84,16 @@ async def test_idle_banner_appears_after_idle_minutes_and_rings_once(runs_root):
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.generated_at == end)
         # idle from the first refresh (start + 30 s): ten minutes later, not one refresh sooner
         assert bells == [
-            (630.0, "Idle 10 min — $0.58 spent idle at $3.48/h. " + PUSH_THEN_STOP),
+            (
+                630.0,
+                "Idle 10 min (simulated GPUs) — $0.58 spent idle at $3.48/h. " + PUSH_THEN_STOP,
+            ),
         ]
         # 870 s idle at `end` (14.5 min), and the bell did not ring again
         assert banner.has_class("-on")
-        assert rendered(banner).startswith("Idle 14 min — $0.84 spent idle at $3.48/h.")
+        assert rendered(banner).startswith(
+            "Idle 14 min (simulated GPUs) — $0.84 spent idle at $3.48/h."
+        )
 
 
 async def test_the_gpu_header_and_the_banner_read_one_idle_clock(runs_root):
@@ -122,4 +127,6 @@ async def test_the_gpu_header_and_the_banner_read_one_idle_clock(runs_root):
         assert app.snapshot.cost.idle_now_seconds == 180.0
         assert app.snapshot.gpus.idle_seconds == 180.0
         assert "IDLE 3m00s" in app.gpu_pane._rows[0].plain
-        assert rendered(banner).startswith("Idle 3 min — $0.18 spent idle at $3.60/h.")
+        assert rendered(banner).startswith(
+            "Idle 3 min (simulated GPUs) — $0.18 spent idle at $3.60/h."
+        )

@@ -40,6 +40,8 @@ def _own_bindings(widget_class) -> dict[str, set[str]]:
 def _all_bound() -> set[str]:
     """Every key that does something on the main screen or closes the help."""
     names: set[str] = set()
+    if RgpuApp.ENABLE_COMMAND_PALETTE:  # Textual binds it from this, not from BINDINGS
+        names.add(RgpuApp.COMMAND_PALETTE_BINDING)
     for cls in (RgpuApp, RunsList, Screen, HelpScreen):
         for bindings in cls._merge_bindings().key_to_bindings.values():
             for binding in bindings:

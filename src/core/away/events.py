@@ -49,12 +49,12 @@ import os
 from dataclasses import dataclass
 
 from ..base.config import Settings
-from ..base.formatting import fmt_duration, fmt_money, fmt_number, iso
+from ..base.formatting import fmt_bytes, fmt_duration, fmt_money, fmt_number, fmt_rate, iso
 from ..base.safeio import open_regular
 from ..base.text import printable
 from ..base.urls import strip_userinfo
 from ..base.values import TIMES, checked, parse_json
-from ..machine.system import CHECKPOINT_FACTOR, DISK_FULL_FRACTION, FULL_IN_WARN_HOURS, gb
+from ..machine.system import CHECKPOINT_FACTOR, DISK_FULL_FRACTION, FULL_IN_WARN_HOURS
 from ..model.snapshot import RunInfo, Snapshot
 from ..picture.snapshot_text import epoch_text
 from ..run.tail import redact
@@ -390,12 +390,12 @@ def idle_message(snap: Snapshot) -> str | None:
     c = snap.cost
     if c is None or c.idle_now_seconds is None or c.idle_now_seconds < c.idle_minutes * 60:
         return None
-    text = f"machine idle for {fmt_duration(c.idle_now_seconds)}: no run running"
+    text = f"machine idle for {fmt_duration(c.idle_now_seconds)}: no run running or starting"
     if snap.gpus is not None and snap.gpus.available:
-        text += ", every GPU under 5%"
+        text += f", every {'simulated ' if snap.gpus.simulated else ''}GPU under 5%"
     if c.price_per_hour is not None:
         spent = c.idle_now_seconds * c.price_per_hour / 3600
-        text += f" ({fmt_money(spent)} spent idle at {fmt_money(c.price_per_hour)}/h)"
+        text += f" ({fmt_money(spent)} spent idle at {fmt_rate(c.price_per_hour)})"
     return text + ": push checkpoints, then stop or destroy it"
 
 
@@ -410,14 +410,13 @@ def disk_message(snap: Snapshot) -> str | None:
         why.append(f"{100 * (d.total_bytes - d.free_bytes) / d.total_bytes:.0f}% full")
     largest = s.largest_checkpoint_bytes
     if largest is not None and d.free_bytes < CHECKPOINT_FACTOR * largest:
-        why.append(f"less than twice the largest checkpoint ({gb(largest)})")
+        why.append(f"less than twice the largest checkpoint ({fmt_bytes(largest)})")
     if s.disk_full_in_hours is not None and s.disk_full_in_hours < FULL_IN_WARN_HOURS:
         why.append(f"full in {fmt_duration(s.disk_full_in_hours * 3600)} at the current rate")
     if not why:
         return None
-    return (
-        f"disk low: {gb(d.free_bytes)} free of {gb(d.total_bytes)} on {d.path} ({'; '.join(why)})"
-    )
+    free, total = fmt_bytes(d.free_bytes), fmt_bytes(d.total_bytes)
+    return f"disk low: {free} free of {total} on {d.path} ({'; '.join(why)})"
 
 
 def balance_message(snap: Snapshot, now: float) -> str | None:

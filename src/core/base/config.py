@@ -376,6 +376,18 @@ def default_config_path(environ: Mapping[str, str] | None = None) -> str:
     return os.path.join(xdg, APP_DIR, CONFIG_NAME)
 
 
+def config_file_for(settings: Settings, environ: Mapping[str, str] | None = None) -> str:
+    """The config file to name to the user: the one these settings were read from, else
+    the default one they would be read from ($XDG_CONFIG_HOME respected), with the home
+    folder as ~."""
+    path = settings.config_path or default_config_path(environ)
+    environ = os.environ if environ is None else environ
+    home = (environ.get("HOME") or os.path.expanduser("~")).rstrip("/")
+    if home and path.startswith(home + "/"):
+        return "~" + path[len(home) :]
+    return path
+
+
 # -- the file -----------------------------------------------------------------
 
 

@@ -1,7 +1,9 @@
-"""How numbers, times and money read on the screen and in text output.
+"""How numbers, times, money and sizes read on the screen and in text output.
 
 Shared by the widgets, the text output (core.picture.snapshot_text, core.picture.cost), the events
-and the JSON's timestamps: one way to write a duration, a price, a metric, a time.
+and the JSON's timestamps: one way to write a duration, an amount, a price per something, a
+metric, a size in bytes, a time. A disk's free space reads the same in the GPU pane's header,
+a warning and `snapshot` (fmt_bytes: decimal units, as disks and the Hub count them).
 """
 
 from __future__ import annotations
@@ -36,11 +38,63 @@ def fmt_money(value: float | None) -> str:
     return f"{sign}${abs(value):,.2f}"
 
 
+PRICE_DIGITS = 3  # under $1 a price keeps 3 significant digits
+PRICE_MAX_DECIMALS = 10
+
+
+def fmt_price(value: float | None, per: str) -> str:
+    """A price per something ("h", "epoch"): to the cent from $1, else 3 significant
+    digits, trailing zeros dropped down to the cents ($0.0694/h, $0.058/epoch, $0.35/epoch,
+    $0.0012/epoch: a cheap epoch is not "$0.00"); '?/per' when unknown."""
+    if value is None or not math.isfinite(value):
+        return f"?/{per}"
+    sign = "-" if value < 0 else ""
+    a = abs(value)
+    if a >= 1 or a == 0:
+        return f"{sign}${a:,.2f}/{per}"
+    decimals = PRICE_DIGITS - 1 - math.floor(math.log10(a))
+    text = f"{a:.{min(max(decimals, 2), PRICE_MAX_DECIMALS)}f}"
+    whole, frac = text.split(".")
+    frac = frac.rstrip("0").ljust(2, "0")
+    return f"{sign}${whole}.{frac}/{per}"
+
+
 def fmt_rate(per_hour: float | None) -> str:
-    """A price per hour: to the cent from $1/h, to 4 decimals under it."""
-    if per_hour is None or not math.isfinite(per_hour):
-        return "?/h"
-    return f"${per_hour:.4f}/h" if abs(per_hour) < 1 else f"${per_hour:,.2f}/h"
+    """A price per hour (fmt_price)."""
+    return fmt_price(per_hour, "h")
+
+
+BYTE_UNITS = ("B", "KB", "MB", "GB", "TB")
+
+
+def _byte_unit(n: float) -> int:
+    """The unit n reads in: the largest whose one-decimal figure stays under 1000."""
+    i = 0
+    while abs(n) >= 999.95 and i < len(BYTE_UNITS) - 1:
+        n /= 1000
+        i += 1
+    return i
+
+
+def fmt_bytes(n: float | None) -> str:
+    """A size in decimal units: 812 B, 3.4 MB, 69.9 GB, 2.0 TB; '?' when unknown. RAM,
+    disks, checkpoints and uploads all read this way, so the same bytes read the same."""
+    if n is None or not math.isfinite(n):
+        return "?"
+    i = _byte_unit(n)
+    return f"{n:.0f} B" if i == 0 else f"{n / 1000**i:.1f} {BYTE_UNITS[i]}"
+
+
+def fmt_bytes_of(part: float | None, whole: float | None) -> str:
+    """'13.0/67.4 GB': two sizes in the unit of the whole (fmt_bytes's units)."""
+    if whole is None or not math.isfinite(whole):
+        return f"{fmt_bytes(part)}/?"
+    i = _byte_unit(whole)
+    if part is None or not math.isfinite(part):
+        shown = "?"
+    else:
+        shown = f"{part:.0f}" if i == 0 else f"{part / 1000**i:.1f}"
+    return f"{shown}/{fmt_bytes(whole)}"
 
 
 def fmt_number(value: float | None) -> str:

@@ -28,7 +28,7 @@ from .doctor import run_doctor
 from .launch import launch
 from .launch_spec import LaunchError, libreyolo_executable, libreyolo_missing, make_spec
 from .launch_wait import died_lines, wait_for_run_dir
-from .synthetic_dataset import DARK_BG, make_dataset
+from .synthetic_dataset import BALANCED_MARK, DARK_BG, make_dataset
 
 DEMO_NAME = "demo"
 DEMO_IMGSZ = 128
@@ -76,11 +76,19 @@ class Demo:
 
 
 def demo_dataset(work_dir: str) -> str:
-    """The demo dataset under work_dir/dataset (made once; deterministic)."""
+    """The demo dataset under work_dir/dataset (made once; deterministic): balanced, so that
+    `libreyolo doctor` finds nothing to warn about. One made by an older rgpu-tui (not
+    balanced: a doctor warning every time) is made again."""
     root = os.path.join(work_dir, "dataset")
     data_yaml = os.path.join(root, "data.yaml")
-    if not os.path.isfile(data_yaml):
-        make_dataset(Path(root), n_train=16, n_val=8, imgsz=DEMO_IMGSZ, seed=0, background=DARK_BG)
+    try:
+        with open(data_yaml, encoding="utf-8", errors="replace") as f:
+            current = f.readline() == BALANCED_MARK.splitlines(keepends=True)[0]
+    except OSError:
+        current = False
+    if not current:
+        make_dataset(Path(root), n_train=16, n_val=8, imgsz=DEMO_IMGSZ, seed=0,
+                     background=DARK_BG, balanced=True)  # fmt: skip
     return data_yaml
 
 

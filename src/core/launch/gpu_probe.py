@@ -18,7 +18,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 
-from .launch_spec import INSTALL_EXTRA
+from .launch_spec import INSTALL_EXTRA, libreyolo_executable
 from .training_env import training_python
 
 MATMUL_N = 2000
@@ -118,6 +118,9 @@ def gpu_preflight(
 ) -> PreflightReport:
     """Run the probe with `python` (default: the training environment's, which the report
     names); never raises."""
+    # no libreyolo anywhere: the probe falls back to rgpu-tui's own Python, whose missing
+    # torch is no fault of the monitor's venv (docs: keep training apart)
+    own = python is None and libreyolo_executable() is None
     python = python or training_python()
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         msg = f"the GPU check needs a finite timeout above 0 s, got {timeout!r}"
@@ -131,11 +134,12 @@ def gpu_preflight(
             env=env,
         )
     except subprocess.TimeoutExpired as exc:
-        return parse_probe(None, exc.stdout or b"", exc.stderr or b"", python, timeout=timeout)
+        out, err = exc.stdout or b"", exc.stderr or b""
+        return parse_probe(None, out, err, python, timeout=timeout, own_python=own)
     except OSError as exc:
         msg = f"cannot run {python}: {exc.strerror or exc}"
         return PreflightReport(False, None, False, verdict=msg, error=msg, python=python)
-    return parse_probe(proc.returncode, proc.stdout, proc.stderr, python)
+    return parse_probe(proc.returncode, proc.stdout, proc.stderr, python, own_python=own)
 
 
 def _events(stdout: str) -> list[dict]:
@@ -184,8 +188,11 @@ def parse_probe(
     stderr=b"",
     python: str | None = None,
     timeout: float | None = None,
+    own_python: bool = False,
 ) -> PreflightReport:
-    """The probe's output as a PreflightReport (returncode None: it timed out)."""
+    """The probe's output as a PreflightReport (returncode None: it timed out). own_python:
+    `python` is rgpu-tui's own, for want of a libreyolo (then no torch is to be installed
+    there: the training environment is elsewhere)."""
     python = python or sys.executable
     out, err = _text(stdout), _text(stderr)
     events = _events(out)
@@ -216,6 +223,14 @@ def parse_probe(
             python=python,
         )
 
+    if "no_torch" in kinds and own_python:
+        verdict = (
+            f"torch is not installed for {python}, rgpu-tui's own Python (no `libreyolo` "
+            "beside it or on PATH): activate the training environment, or put its bin/ folder "
+            "on PATH, and check again; the monitor's venv needs no torch (no training "
+            f"environment yet: a venv of its own with pip install '{INSTALL_EXTRA}')"
+        )
+        return report(False, verdict, kinds["no_torch"].get("error"))
     if "no_torch" in kinds:
         verdict = (
             f"torch is not installed for {python}: "

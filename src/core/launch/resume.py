@@ -145,7 +145,7 @@ def _last_metrics_epoch(run_dir: str) -> int | None:
     return reader.last_epoch
 
 
-def _config_scalars(run_dir: str, keys: tuple[str, ...]) -> tuple[dict, str | None]:
+def config_scalars(run_dir: str, keys: tuple[str, ...]) -> tuple[dict, str | None]:
     """The top-level `keys` of train_config.yaml that are strings or integers, and why the
     file could not be read (None when it could)."""
     path = os.path.join(run_dir, CONFIG_NAME)
@@ -260,7 +260,7 @@ def plan_resume(
     if metrics_epoch is not None and (done is None or metrics_epoch > done):
         done = metrics_epoch
 
-    config, problem = _config_scalars(run_dir, ("data", "device"))
+    config, problem = config_scalars(run_dir, ("data", "device"))
     if data is None:
         data = config.get("data")
         if data is None:

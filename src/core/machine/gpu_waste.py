@@ -6,7 +6,8 @@ refresh) and the stretches the signals need:
   multi-GPU run counts: a GPU is the run's when `GpuDevice.runs` names it);
 - starved: a run's GPUs under 50% for 2 minutes while the host CPU is pegged
   (libreyolo's profile_summary.json verdict is shown when the run has one);
-- idle: every GPU under 5% and no run running (how long: the one idle clock, core.picture.idle).
+- idle: every GPU under 5% and no run running or starting (how long: the one idle clock,
+  core.picture.idle).
 """
 
 from __future__ import annotations
@@ -95,13 +96,22 @@ def straggler_warning(index: int, run_name: str, mean: float, others: float) -> 
     )
 
 
+# a run in these states keeps the machine busy: a running one, and a launch that has no
+# status.json yet (it is loading the model and the dataset, its GPUs still cold)
+BUSY_STATES = frozenset({"running", "starting"})
+
+
+def any_busy(runs: Iterable[RunInfo]) -> bool:
+    return any(r.state in BUSY_STATES for r in runs)
+
+
 def is_idle(devices: Iterable[GpuDevice], runs: Iterable[RunInfo]) -> bool:
-    """Every GPU that answers is under IDLE_UTIL and no run is running.
+    """Every GPU that answers is under IDLE_UTIL and no run is running or starting.
 
     Lost devices and devices that report no utilisation are not counted as
     busy, but at least one device must give a reading.
     """
-    if any(r.state == "running" for r in runs):
+    if any_busy(runs):
         return False
     readings = [d.util_percent for d in devices if d.state == "ok" and d.util_percent is not None]
     return bool(readings) and all(u < IDLE_UTIL for u in readings)

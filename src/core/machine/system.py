@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
+from ..base.formatting import fmt_bytes
 from ..model.snapshot import DiskInfo, RunInfo, SystemView
 from ..run.discovery import RACY_NS
 
@@ -36,11 +37,6 @@ SWAP_WARN_FRACTION = 0.50
 RAM_AVAILABLE_WARN_FRACTION = 0.05
 YOUNG_NS = 30_000_000_000  # a checkpoint modified this recently may still grow
 CHECKPOINT_SUFFIX = ".pt"
-
-
-def gb(n: float) -> str:
-    """Decimal gigabytes with one decimal: '12.4 GB'."""
-    return f"{n / 1e9:.1f} GB"
 
 
 def existing_path(path: str) -> str:
@@ -117,7 +113,7 @@ class SystemMonitor:
             mem_used = mem_total - available
             if mem_total > 0 and available < RAM_AVAILABLE_WARN_FRACTION * mem_total:
                 warnings.append(
-                    f"Only {gb(available)} of {gb(mem_total)} RAM available: "
+                    f"Only {fmt_bytes(available)} of {fmt_bytes(mem_total)} RAM available: "
                     "a trainer may be OOM-killed"
                 )
         except Exception:
@@ -130,7 +126,8 @@ class SystemMonitor:
             if swap_total > 0 and swap_used > SWAP_WARN_FRACTION * swap_total:
                 warnings.append(
                     f"Swap {100 * swap_used / swap_total:.0f}% used "
-                    f"({gb(swap_used)} of {gb(swap_total)}): a trainer may be OOM-killed"
+                    f"({fmt_bytes(swap_used)} of {fmt_bytes(swap_total)}): "
+                    "a trainer may be OOM-killed"
                 )
         except Exception:
             swap_used = swap_total = None
@@ -141,11 +138,13 @@ class SystemMonitor:
         if disk is not None:
             if disk.total_bytes > 0 and disk.free_bytes < DISK_FULL_FRACTION * disk.total_bytes:
                 pct = 100 * (disk.total_bytes - disk.free_bytes) / disk.total_bytes
-                warnings.append(f"Disk {pct:.0f}% full: {gb(disk.free_bytes)} free on {disk.path}")
+                warnings.append(
+                    f"Disk {pct:.0f}% full: {fmt_bytes(disk.free_bytes)} free on {disk.path}"
+                )
             if largest is not None and disk.free_bytes < CHECKPOINT_FACTOR * largest:
                 warnings.append(
-                    f"{gb(disk.free_bytes)} free is less than twice the largest checkpoint "
-                    f"({gb(largest)}): the next save may fail"
+                    f"{fmt_bytes(disk.free_bytes)} free is less than twice the largest checkpoint "
+                    f"({fmt_bytes(largest)}): the next save may fail"
                 )
             rate = self._growth_rate(now, disk)  # bytes per second
             if rate is not None and rate > 0:
@@ -153,7 +152,7 @@ class SystemMonitor:
                 if full_in_hours < FULL_IN_WARN_HOURS:
                     warnings.append(
                         f"Disk full in {_hours_text(full_in_hours)} at the current rate "
-                        f"({gb(rate * 3600)}/h)"
+                        f"({fmt_bytes(rate * 3600)}/h)"
                     )
 
         return SystemView(

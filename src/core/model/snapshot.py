@@ -214,6 +214,12 @@ class GpuView:
     # None: not known yet (inside a pid namespace, no GPU process seen)
     pid_namespace: str | None = None
 
+    @property
+    def simulated(self) -> bool:
+        """Simulated GPUs (--fake-gpus): their numbers are invented; every place that
+        shows them says so."""
+        return self.source == "fake"
+
 
 @dataclass(frozen=True)
 class DiskInfo:

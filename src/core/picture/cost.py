@@ -13,7 +13,7 @@ The model (the seed guide's "Stop paying" section):
   $0.0685. Providers bill storage by 30-day months, so 720 it is.
 - stopping saves (1 - stopped/running) of the rate; break-even = rebuild cost /
   stopped rate: coming back sooner favours stopping, later favours destroying.
-- idle: no run running and every GPU under 5% (GpuView.idle); without GPU
+- idle: no run running or starting and every GPU under 5% (GpuView.idle); without GPU
   readings, no run running; counted by the one idle clock (core.picture.idle). Idle money
   is idle seconds seen x the rate; the banner is up once the current stretch has
   lasted idle_minutes.
@@ -32,8 +32,8 @@ from dataclasses import replace
 
 import psutil
 
-from ..base.config import Settings, env_var, flag_name
-from ..base.formatting import fmt_duration, fmt_money, fmt_rate, iso
+from ..base.config import Settings, config_file_for, env_var, flag_name
+from ..base.formatting import fmt_duration, fmt_money, fmt_price, fmt_rate, iso
 from ..base.text import printable
 from ..base.values import TIMES
 from ..model.snapshot import CostView, DiskInfo, GpuView, RunInfo, SystemView
@@ -316,11 +316,25 @@ def _hint(key: str) -> str:
     return f"{flag_name(key)}, {env_var(key)} or {key} in the config file"
 
 
-def no_price_text() -> str:
+def no_price_text(config_file: str) -> str:
+    """config_file: the file to name (core.base.config.config_file_for)."""
     return (
         "No price set: pass --price-per-hour 3.48, set RGPU_PRICE_PER_HOUR=3.48, "
-        "or put price_per_hour = 3.48 in ~/.config/rgpu-tui/config.toml."
+        f"or put price_per_hour = 3.48 in {config_file}."
     )
+
+
+def gpus_cost_text(gpus: GpuView, per_hour: float | None) -> str:
+    """'8 x RTX 4090: $0.4350/h per GPU'; simulated GPUs are named so."""
+    n = len(gpus.devices)
+    names = {d.name for d in gpus.devices if d.name}
+    what = f"{n} x {printable(names.pop())}" if len(names) == 1 else f"{n}"
+    if gpus.simulated:
+        what = f"{n} simulated (--fake-gpus: not this machine's)"
+    elif gpus.source == "replay":
+        what += " (a GPU recording, --gpu-replay)"
+    rate = per_hour / n if per_hour is not None else None
+    return f"{what}: {fmt_rate(rate)} per GPU"
 
 
 def cost_to_text(
@@ -329,16 +343,20 @@ def cost_to_text(
     now: float,
     disk_gb: float | None = None,
     run: RunInfo | None = None,
+    gpus: GpuView | None = None,
 ) -> str:
     """A few aligned lines: the calculator and the bill so far. disk_gb: the disk the
-    stopped rate is for (default: the CostView's)."""
+    stopped rate is for (default: the CostView's); gpus: the machine's GPUs (the price per
+    GPU-hour; simulated ones are said to be)."""
     if disk_gb is None:
         disk_gb = c.disk_gb
     if not c.configured:
-        return no_price_text()
+        return no_price_text(config_file_for(settings))
     rows: list[tuple[str, str]] = []
     where = settings.source("price_per_hour")
     rows.append(("running", fmt_rate(c.price_per_hour) + (f"  ({where})" if where else "")))
+    if gpus is not None and gpus.available and gpus.devices:
+        rows.append(("GPUs", gpus_cost_text(gpus, c.price_per_hour)))
     if c.billed_hours is not None and c.billing_started_at is not None:
         rows.append(
             (
@@ -352,7 +370,7 @@ def cost_to_text(
     if run is not None and c.run_spent is not None:
         parts = [f"{fmt_money(c.run_spent)} so far"]
         if c.per_epoch is not None:
-            parts.append(f"{fmt_money(c.per_epoch)}/epoch")
+            parts.append(fmt_price(c.per_epoch, "epoch"))
         if c.to_finish is not None:
             parts.append(f"{fmt_money(c.to_finish)} to finish")
         if c.projected_total is not None:

@@ -1,7 +1,8 @@
 """The one idle clock: how long the machine has been idle, and idle in all, as watched.
 
-Idle is no run running and every GPU under 5% (GpuView.idle); without GPU readings, no
-run running (`machine_idle`). Idle time is counted between two samples that are both
+Idle is no run running or starting (a launch without its status.json yet is busy) and every
+GPU under 5% (GpuView.idle); without GPU readings, no run running or starting
+(`machine_idle`). Idle time is counted between two samples that are both
 idle, at most GAP_CAP_S per gap: a gap in sampling (a suspended laptop, a stalled
 refresh, the app not running) is not idle time anybody saw. The GPU header's "IDLE 12m",
 the idle banner, the idle money and `snapshot --json` all read this clock (through
@@ -13,16 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..machine.gpu_waste import any_busy
 from ..model.snapshot import GpuView, RunInfo
 
 GAP_CAP_S = 120.0  # one gap between samples counts at most this much idle time
 
 
 def machine_idle(runs: Iterable[RunInfo], gpus: GpuView | None) -> bool:
-    """Idle: the GPU monitor's verdict; without GPU readings, no run running."""
+    """Idle: the GPU monitor's verdict; without GPU readings, no run running or starting."""
     if gpus is not None and gpus.available:
         return bool(gpus.idle)
-    return not any(r.state == "running" for r in runs)
+    return not any_busy(runs)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import os
 
-from ..base.formatting import fmt_duration, fmt_number, iso
+from ..base.formatting import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_number, iso
 from ..base.text import printable
 from ..model.snapshot import GpuProcess, GpuView, RunInfo, Snapshot, SystemView
 from ..run.discovery import deep_dirs_text
@@ -26,6 +26,9 @@ def best_text(r: RunInfo) -> str:
     name = printable(r.best_metric_name or "metric").removeprefix("metrics/")
     at = f" @ep{r.best_epoch}" if r.best_epoch is not None else ""
     return f"best {name} {fmt_number(r.best_metric)}{at}"
+
+
+CPU_UNKNOWN = "measured between two readings, one look has one: the app shows it"
 
 
 def _na(value, fmt: str, unit: str = "") -> str:
@@ -57,9 +60,10 @@ def gpus_to_text(g: GpuView) -> list[str]:
     out = [f"GPUs {len(g.devices)} ({printable(label)})" + ("  IDLE" if g.idle else "")]
     if g.pid_namespace == "host":
         out.append("  container: NVML gives host pids")
+    sim = " (simulated)" if g.simulated else ""
     for d in g.devices:
         if d.state == "lost":
-            out.append(f"  {d.index} {d.name or 'N/A'}: LOST")
+            out.append(f"  {d.index} {d.name or 'N/A'}{sim}: LOST")
             continue
         mem = (
             f"{d.mem_used_mib / 1024:.1f}/{d.mem_total_mib / 1024:.0f} GiB"
@@ -68,7 +72,7 @@ def gpus_to_text(g: GpuView) -> list[str]:
         )
         procs = ", ".join(_process_text(p) for p in d.processes)
         line = (
-            f"  {d.index} {d.name or 'N/A'}: util {_na(d.util_percent, '.0f', '%')}"
+            f"  {d.index} {d.name or 'N/A'}{sim}: util {_na(d.util_percent, '.0f', '%')}"
             f"  mem {mem}  {_na(d.temperature_c, '.0f', 'C')}  {_na(d.power_w, '.0f', 'W')}"
         )
         if d.flags:
@@ -81,17 +85,19 @@ def gpus_to_text(g: GpuView) -> list[str]:
 
 
 def system_to_text(s: SystemView) -> list[str]:
-    gib = 1024**3
-    parts = [f"CPU {_na(s.cpu_percent, '.0f', '%')}"]
+    if s.cpu_percent is None:  # psutil measures the CPU between two readings
+        parts = [f"CPU N/A ({CPU_UNKNOWN})"]
+    else:
+        parts = [f"CPU {_na(s.cpu_percent, '.0f', '%')}"]
     if s.load_avg:
         parts.append(f"load {s.load_avg[0]:.2f}")
     if s.mem_total_bytes:
         used = s.mem_used_bytes or 0
-        parts.append(f"RAM {used / gib:.1f}/{s.mem_total_bytes / gib:.1f} GiB")
+        parts.append(f"RAM {fmt_bytes_of(used, s.mem_total_bytes)}")
     if s.disk:
         parts.append(
-            f"disk {s.disk.path}: {s.disk.free_bytes / gib:.1f} GiB free of "
-            f"{s.disk.total_bytes / gib:.1f}"
+            f"disk {s.disk.path}: {fmt_bytes(s.disk.free_bytes)} free of "
+            f"{fmt_bytes(s.disk.total_bytes)}"
         )
     return _lines(["  ".join(parts)] + [f"  ! {w}" for w in s.warnings])
 

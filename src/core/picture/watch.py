@@ -31,7 +31,12 @@ from ..model.snapshot import (
     SelectedRun,
     Snapshot,
 )
-from ..records.launch_records import LaunchRecord, launches_path, read_launches
+from ..records.launch_records import (
+    LaunchRecord,
+    launch_pseudo_dir,
+    launches_path,
+    read_launches,
+)
 from ..records.launch_runs import RunOnDisk, launch_alive, match_launches, state_without_run
 from ..records.push_records import push_info, pushes_path, read_pushes
 from ..run.checkpoints import CheckpointLister, artifacts_target, default_checkpoint, metrics_inside
@@ -486,7 +491,7 @@ class RunsWatcher:
         for record in self._launch_records:
             if record.id in matched:
                 continue  # its run directory is watched like any other
-            pseudo = os.path.join(self.root, ".rgpu", "launch", record.id)
+            pseudo = launch_pseudo_dir(self.root, record.id)
             info = self._launch_final.get(pseudo)
             if info is None:
                 state = state_without_run(record, now)

@@ -52,6 +52,25 @@ def rgpu_dir(project: str) -> str:
     return os.path.join(os.path.abspath(project), RGPU_DIR)
 
 
+LAUNCH_PSEUDO_DIR = "launch"  # <root>/.rgpu/launch/<id>: a launch with no run directory yet
+
+
+def launch_pseudo_dir(root: str, launch_id: str) -> str:
+    """The run_dir a launch without its run directory is listed under (it does not exist:
+    the runs list and the Snapshot need a key for it)."""
+    return os.path.join(rgpu_dir(root), LAUNCH_PSEUDO_DIR, launch_id)
+
+
+def is_launch_pseudo_dir(run_dir: str) -> bool:
+    """Is `run_dir` a launch's stand-in (launch_pseudo_dir), not a run directory? Also for a
+    fleet host's paths: only the shape is looked at."""
+    parent = os.path.dirname(os.path.normpath(run_dir))
+    return (
+        os.path.basename(parent) == LAUNCH_PSEUDO_DIR
+        and os.path.basename(os.path.dirname(parent)) == RGPU_DIR
+    )
+
+
 def launches_path(project: str) -> str:
     return os.path.join(rgpu_dir(project), LAUNCHES_NAME)
 

@@ -13,10 +13,12 @@ from textual import work
 
 from ...core.base.formatting import fmt_duration
 from ...core.base.text import printable
+from ...core.launch.clone import Prefill, prefill
 from ...core.launch.gpu_probe import gpu_preflight, preflight_to_text
 from ...core.launch.resume import ResumeError, ResumePlan, plan_resume, start_resume
 from ...core.launch.stop import stop_run
-from ...core.records.launch_records import LaunchRecord
+from ...core.model.snapshot import RunInfo
+from ...core.records.launch_records import LaunchRecord, is_launch_pseudo_dir
 from ..messages import StopProgress
 from ..screens.dialogs import ConfirmScreen, ReportScreen
 from ..screens.launch import LaunchScreen, launch_defaults
@@ -60,6 +62,19 @@ def resume_refusal(state: str) -> str | None:
     return why
 
 
+def launch_refusal(run: RunInfo) -> str | None:
+    """Why a launch that ended before its run directory existed is not resumed, in the
+    user's terms (its stand-in path, .rgpu/launch/ID, is no run directory and has no
+    last.pt); None for a run directory or a launch still starting."""
+    if run.state == "starting" or not is_launch_pseudo_dir(run.run_dir):
+        return None
+    what = run.error or "its process ended before libreyolo wrote status.json"
+    return (
+        f"{run.name} never started training ({what}): there is no checkpoint to resume "
+        "from; fix that and launch it again."
+    )
+
+
 def resume_body(plan: ResumePlan) -> Text:
     """The resume confirm dialog's body: the run, where it stopped, the exact command."""
     body = Text()
@@ -87,16 +102,51 @@ class RunActions:
         return len(gpus.devices)
 
     def action_launch(self) -> None:
-        """`n`: the launch form; the new run is selected once it appears."""
+        """`n`: the launch form, as last left for the selected run this session, else a
+        clone of the selected run, else the last launch (core.launch.clone: read in a
+        thread); the new run is selected once it appears."""
+        snap = self.snapshot
+        selected = snap.selected_run if snap else None
+        self._prefill_worker(self.collector.runs.root, selected, snap.runs if snap else ())
+
+    @work(thread=True, exclusive=True, group="launch-prefill")
+    def _prefill_worker(self, root: str, selected: RunInfo | None, runs) -> None:
+        key = selected.run_dir if selected is not None else None
+        got = None
+        if key not in self._launch_memory():
+            try:
+                got = prefill(root, selected, runs)
+            except Exception:  # a reader bug: the form opens with its defaults
+                got = None
+        self._from_thread(self._open_launch_form, root, key, got)
+
+    def _launch_memory(self) -> dict:
+        """What the form held when it last closed, by the run it was opened on (this
+        session only)."""
+        return vars(self).setdefault("_launch_values", {})
+
+    def _open_launch_form(self, root: str, key: str | None, got: Prefill | None) -> None:
+        if any(isinstance(s, LaunchScreen) for s in self.screen_stack):
+            return  # `n` twice: one form
         gpu_count = self._gpu_count()
-        root = self.collector.runs.root
-        defaults = launch_defaults(self.settings, root, gpu_count)
+        values = launch_defaults(self.settings, root, gpu_count)
+        memory = self._launch_memory()
+        source = None
+        if key in memory:
+            values, source = dict(memory[key]), "as you left it"
+        elif got is not None:
+            values.update(got.values)
+            source = got.source
+
+        def remember(typed: dict[str, str]) -> None:
+            memory[key] = typed
 
         def launched(record: LaunchRecord | None) -> None:
             if record is not None:
                 self._follow(record, f"Started {record.name}", "launched")
 
-        self.push_screen(LaunchScreen(defaults, self.settings, gpu_count), launched)
+        form = LaunchScreen(values, self.settings, gpu_count, source=source, on_values=remember)
+        self.push_screen(form, launched)
 
     def action_stop(self) -> None:
         """`s`: SIGINT to the run's process group, SIGTERM and SIGKILL later if needed."""
@@ -157,6 +207,10 @@ class RunActions:
         run = snap.selected_run if snap else None
         if run is None:
             self.notify("No run selected.", severity="warning")
+            return
+        never = launch_refusal(run)
+        if never is not None:
+            self.notify(never, severity="warning", timeout=15)
             return
         why = resume_refusal(run.state)
         if why is not None:

@@ -48,6 +48,9 @@ HELP = """\
   p / P      push best.pt / pick a file: the host pushes with its own token
   s          stop the selected run on the host
   r          resume a DEAD or FAILED run on the host
+  c n g a    cost, launch, GPU check, autostop: done on the host itself
+             (a notice says how)
+  ctrl+p     every key of this screen, searchable
   esc        back to the hosts table
 
 A host that does not answer shows since when and ssh's own line;

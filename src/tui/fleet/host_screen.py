@@ -7,7 +7,8 @@ changed. The agent carries one run's metrics, log tail, checkpoints and pushes: 
 one this screen selects (`select`, sent again after a reconnect, and `select null`
 when the screen closes, so the hosts table costs the link what it did). The keys
 p, P, s and r act on that machine through the agent (tui.fleet.remote); the
-confirm dialogs are the local app's.
+confirm dialogs are the local app's. The local app's c, n, g and a each answer with a
+notice saying how to do that on the machine itself.
 """
 
 from __future__ import annotations
@@ -35,6 +36,17 @@ from .messages import HostView
 from .remote import RemoteRunActions
 
 COST_HINT = "  (c: cost)"  # the local strip's pointer to `c`, which a host view has not
+# what the local app's `c`, `n`, `g` and `a` say here: the agent carries out select, push,
+# stop and resume only (core.fleet.agent); the rest is done on the machine itself
+NOT_HERE = {
+    "cost": "The cost details of {host} come from its own settings: `rgpu-tui cost` there "
+    "(the strip above shows its spent, run and per-epoch money).",
+    "launch": "Launching is not done through the fleet: on {host}, `rgpu-tui launch` or `n` "
+    "in its app.",
+    "preflight": "The GPU check runs torch on the machine itself: `rgpu-tui preflight` on {host}.",
+    "autostop": "Autostop is {host}'s own: `a` in its app, or `rgpu-tui watch --no-autostop` "
+    "there, holds it.",
+}
 
 
 class HostBar(LinePane):
@@ -161,6 +173,11 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         Binding("P", "push_pick", "Push…", show=False),
         Binding("s", "stop", "Stop"),
         Binding("r", "resume", "Resume"),
+        # the local app's keys that act on this machine only: each says where to do it
+        Binding("c", "not_here('cost')", "Cost", show=False),
+        Binding("n", "not_here('launch')", "New run", show=False),
+        Binding("g", "not_here('preflight')", "GPU check", show=False),
+        Binding("a", "not_here('autostop')", "Autostop", show=False),
     ]
 
     def __init__(self, host: str, view: HostView | None, *, clock, fast_log: bool) -> None:
@@ -225,13 +242,15 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self.runs_list.show_runs(runs, self.wanted, snap.deep_dirs_skipped)
         self.gpu_pane.show(snap.gpus, snap.system, runs)
         self.cost_strip.show(snap.cost)
-        self.idle_banner.show(snap.cost)
+        self.idle_banner.show(snap.cost, snap.gpus)
         self.autostop_line.show(snap.autostop)
         run = snap.run(self.wanted)
         message = view.error or snap.problem
         if run is not None and sel is None and view.state.reachable:
             message = f"fetching its metrics and log from {self.host}…"
-        self.run_header.show(run, snap.generated_at, message, sel.pushes if sel else None)
+        simulated = snap.gpus is not None and snap.gpus.simulated
+        pushes = sel.pushes if sel else None
+        self.run_header.show(run, snap.generated_at, message, pushes, simulated=simulated)
         self.metrics_pane.show(sel.metrics if sel else None)
         self.log_pane.show(sel.log if sel else None)
         self._log_later()
@@ -293,6 +312,13 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
                 self.show_host(self.view)
 
     # -- keys -------------------------------------------------------------------------
+
+    def action_not_here(self, key: str) -> None:
+        """`c`, `n`, `g`, `a`: the local app's keys, which the agent does not carry out: one
+        notice saying where they are done."""
+        why = NOT_HERE.get(key)
+        if why is not None:
+            self.notify(why.format(host=self.host), title=self.host, timeout=10)
 
     def action_back(self) -> None:
         self.deselect()

@@ -21,7 +21,13 @@ from ...core.fleet.snapshot_from_json import SnapshotJsonError, dataclass_from_j
 from ...core.hub.push import PushRequest
 from ...core.launch.resume import ResumePlan
 from ...core.launch.stop import StopResult
-from ..actions.runs import resume_body, resume_refusal, stop_phase_text, stop_summary
+from ..actions.runs import (
+    launch_refusal,
+    resume_body,
+    resume_refusal,
+    stop_phase_text,
+    stop_summary,
+)
 from ..screens.dialogs import ConfirmScreen, ReportScreen
 from .messages import CommandAnswered
 
@@ -58,6 +64,10 @@ class RemoteRunActions:
         run = self.shown_run()
         if run is None:
             self.notify("No run selected.", severity="warning")
+            return
+        never = launch_refusal(run)
+        if never is not None:
+            self.notify(never, severity="warning", timeout=15)
             return
         why = resume_refusal(run.state)
         if why is not None:

@@ -19,7 +19,7 @@ def cost_details(snap: Snapshot | None, settings) -> Text:
         return Text("No cost figures yet.")
     c = snap.cost
     try:
-        text = cost_to_text(c, settings, snap.generated_at, c.disk_gb, snap.selected_run)
+        text = cost_to_text(c, settings, snap.generated_at, c.disk_gb, snap.selected_run, snap.gpus)
     except Exception as exc:  # a figure out of every range must not take the app down
         return Text(f"cost unavailable: {' '.join(f'{type(exc).__name__}: {exc}'.split())}")
     out = Text(text)

@@ -22,6 +22,7 @@ HELP = """\
   a          autostop: cancel it for this session / turn it back on
   tab        move focus between panes
   ?          this help (esc closes)
+  ctrl+p     every key's action, searchable (the command palette)
   q          quit (runs keep training)
 
 [b]States[/b]

@@ -1,10 +1,14 @@
-"""`n`: the launch form. It shows the exact command before launching, whether
-HF_TOKEN is set and where HF_HOME points, runs `libreyolo doctor` first (errors
-block, warnings ask), then starts the run detached and closes with its record."""
+"""`n`: the launch form. It starts from a clone of the selected run or the last launch
+(core.launch.clone; the app keeps what was typed for the session), shows the exact command
+before launching, whether HF_TOKEN is set and where HF_HOME points, runs `libreyolo doctor`
+first (errors block; warnings ask, and ctrl+l again launches without asking the doctor
+again), then starts the run detached and closes with its record. The focused field's row
+is lit, its label bold: on a 24-row terminal over SSH the cursor alone is easy to lose."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import work
@@ -57,16 +61,32 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
     LaunchScreen Horizontal { height: 1; }
     LaunchScreen Label { width: 30; }
     LaunchScreen Input { width: 1fr; height: 1; border: none; padding: 0; }
-    LaunchScreen Input:focus { background: $boost; border: none; }
+    LaunchScreen Input:focus { background: $accent 40%; border: none; }
+    LaunchScreen Horizontal:focus-within { background: $accent 15%; }
+    LaunchScreen Horizontal:focus-within Label { color: $accent; text-style: bold; }
     LaunchScreen Checkbox { height: 1; border: none; padding: 0; }
+    LaunchScreen Checkbox:focus { background: $accent 40%; }
     LaunchScreen #status { color: $warning; }
     """
 
-    def __init__(self, defaults: dict[str, str], settings, gpu_count: int | None) -> None:
+    def __init__(
+        self,
+        defaults: dict[str, str],
+        settings,
+        gpu_count: int | None,
+        *,
+        source: str | None = None,
+        on_values: Callable[[dict[str, str]], None] | None = None,
+    ) -> None:
+        """defaults: the fields' first values; source: where they came from (its title);
+        on_values: called with the fields' values when the form closes (cancelled or
+        launched), so that the app can offer them again."""
         super().__init__()
         self._defaults = defaults
         self._settings = settings
         self._gpu_count = gpu_count
+        self._source = source
+        self._on_values = on_values
         self._busy = False
         self._confirm_warnings = False
         self._checking = False  # a filesystem check in flight (_check)
@@ -74,7 +94,8 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
-            box.border_title = "launch a training run"
+            title = "launch a training run"
+            box.border_title = printable(f"{title}: {self._source}" if self._source else title)
             box.border_subtitle = "ctrl+l: launch   esc: cancel"
             for key, label in FIELDS:
                 with Horizontal():
@@ -175,7 +196,16 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
 
     def action_cancel(self) -> None:
         if not self._busy:
+            self._remember(self._values())
             self.dismiss(None)
+
+    def _remember(self, values: dict[str, str]) -> None:
+        if self._on_values is not None:
+            self._on_values(dict(values))
+
+    def _launched(self, values: dict[str, str], record: LaunchRecord) -> None:
+        self._remember(values)
+        self.dismiss(record)
 
     def action_launch(self) -> None:
         """ctrl+l: what was typed is checked again in the launch's worker, filesystem and
@@ -190,14 +220,16 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
             self._say(str(exc), "bold red")
             return
         self._busy = True
-        self._say("checking the dataset (libreyolo doctor)…" if self._doctor() else "launching…")
-        self._run(values, self._doctor(), self._confirm_warnings)
+        # the doctor's warnings were shown for exactly these values: this is the launch
+        doctor = self._doctor() and not self._confirm_warnings
+        self._say("checking the dataset (libreyolo doctor)…" if doctor else "launching…")
+        self._run(values, doctor)
 
     def _doctor(self) -> bool:
         return self.query_one("#doctor", Checkbox).value
 
     @work(thread=True, exclusive=True, group="launch")
-    def _run(self, values: dict[str, str], doctor: bool, warnings_confirmed: bool) -> None:
+    def _run(self, values: dict[str, str], doctor: bool) -> None:
         try:
             spec = self._spec(values, check_files=True)
         except LaunchError as exc:
@@ -212,7 +244,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
                 errors = "; ".join(report.errors) or report.output.strip()[:300]
                 self.app.call_from_thread(self._blocked, f"dataset errors: {errors}")
                 return
-            if report.warnings and not warnings_confirmed:
+            if report.warnings:
                 warnings = "; ".join(report.warnings)
                 self.app.call_from_thread(self._ask_warnings, warnings)
                 return
@@ -221,7 +253,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
         except (LaunchError, OSError) as exc:
             self.app.call_from_thread(self._blocked, f"launch failed: {exc}")
             return
-        self.app.call_from_thread(self.dismiss, record)
+        self.app.call_from_thread(self._launched, values, record)
 
     def _blocked(self, message: str) -> None:
         self._busy = False

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.widget import Widget
 
+from ...core.away.autostop import enabled
 from ...core.base.config import Settings
 from ...core.base.formatting import fmt_duration
 from ...core.base.text import printable
@@ -76,11 +77,20 @@ class AutostopLine(Widget):
         self._update()
 
     def toggle(self) -> str:
-        """`a`: take or release the hold; the notice to show."""
+        """`a`: take or release the hold; the notice to show. With no autostop configured
+        here and no watcher planning one on this root there is nothing to cancel: it says
+        so, and takes no hold."""
         if self.hold.held:
             self.hold.release()
             self._update()
             return "Autostop is back on: the watcher counts the idle time again from now."
+        off = enabled(self.settings)
+        if self.plan is None and off is not None:
+            why = off.removeprefix("autostop off").strip(" :()")
+            return (
+                f"No autostop to cancel: {why}, and no `rgpu-tui watch` plans one for this "
+                "root (docs/away.md sets it up)."
+            )
         problem = self.take_hold()
         if problem:
             return problem

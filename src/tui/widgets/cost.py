@@ -5,25 +5,25 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from ...core.base.formatting import fmt_money, fmt_rate
-from ...core.model.snapshot import CostView
+from ...core.base.formatting import fmt_money, fmt_price, fmt_rate
+from ...core.model.snapshot import CostView, GpuView
 from ...core.picture.cost import no_price_text
 from .lines import LinePane
 
 
-def strip_text(c: CostView | None) -> Text:
+def strip_text(c: CostView | None, config_file: str = "the config file") -> Text:
     line = Text(no_wrap=True, overflow="ellipsis")
     if c is None:
         return line
     if not c.configured:
-        line.append(no_price_text(), style="italic")
+        line.append(no_price_text(config_file), style="italic")
         return line
     line.append(fmt_rate(c.price_per_hour), style="bold")
     line.append(f"  spent {fmt_money(c.spent)}")
     if c.run_spent is not None:
         line.append(f"  run {fmt_money(c.run_spent)}")
     if c.per_epoch is not None:
-        line.append(f"  {fmt_money(c.per_epoch)}/epoch")
+        line.append(f"  {fmt_price(c.per_epoch, 'epoch')}")
     if c.to_finish is not None:
         line.append(f"  to finish {fmt_money(c.to_finish)}")
     if c.idle_spent:
@@ -35,13 +35,14 @@ def strip_text(c: CostView | None) -> Text:
     return line
 
 
-def idle_banner_text(c: CostView) -> str:
+def idle_banner_text(c: CostView, gpus: GpuView | None = None) -> str:
     minutes = int((c.idle_now_seconds or 0) // 60)
     if c.configured and c.idle_now_spent is not None:
         money = f"{fmt_money(c.idle_now_spent)} spent idle at {fmt_rate(c.price_per_hour)}"
     else:
         money = "no price set, so the money is unknown"
-    return f"Idle {minutes} min — {money}. Push checkpoints, then stop or destroy."
+    by = " (simulated GPUs)" if gpus is not None and gpus.simulated else ""
+    return f"Idle {minutes} min{by} — {money}. Push checkpoints, then stop or destroy."
 
 
 class CostStrip(LinePane):
@@ -51,9 +52,12 @@ class CostStrip(LinePane):
     CostStrip { height: 1; padding: 0 1; }
     """
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, config_file: str = "the config file", **kwargs) -> None:
+        """config_file: where the no-price hint says to put the price
+        (core.base.config.config_file_for)."""
         super().__init__(**kwargs)
         self._cost: CostView | None = None
+        self.config_file = config_file
 
     def show(self, cost: CostView | None) -> None:
         if cost == self._cost:
@@ -62,7 +66,7 @@ class CostStrip(LinePane):
         self.repaint_rows()
 
     def build_rows(self, width: int) -> list[Text]:
-        return [strip_text(self._cost)]
+        return [strip_text(self._cost, self.config_file)]
 
 
 class IdleBanner(Widget):
@@ -80,12 +84,12 @@ class IdleBanner(Widget):
         super().__init__(**kwargs)
         self._text = ""
 
-    def show(self, cost: CostView | None) -> bool:
+    def show(self, cost: CostView | None, gpus: GpuView | None = None) -> bool:
         """Update; returns True when the banner has just appeared."""
         on = cost is not None and cost.idle_alert
         appeared = on and not self.has_class("-on")
         self.set_class(on, "-on")
-        text = idle_banner_text(cost) if on else ""
+        text = idle_banner_text(cost, gpus) if on else ""
         if text != self._text:
             self._text = text
             self.refresh()

@@ -12,7 +12,7 @@ import math
 
 from rich.text import Text
 
-from ...core.base.formatting import fmt_duration
+from ...core.base.formatting import fmt_bytes, fmt_bytes_of, fmt_duration
 from ...core.base.text import printable
 from ...core.model.snapshot import GpuDevice, GpuProcess, GpuView, RunInfo, SystemView
 from .lines import LinePane
@@ -20,7 +20,6 @@ from .metrics import sparkline
 from .run_header import text_bar
 
 WIDE = 120
-GIB = 1024**3
 
 
 def short_gpu_name(name: str | None) -> str:
@@ -37,12 +36,6 @@ def _num(value: float | None, fmt: str, width: int, unit: str = "") -> str:
     return f"{value:{fmt}}".rjust(width) + unit
 
 
-def _gib(nbytes: int | None) -> str:
-    if nbytes is None:
-        return "N/A"
-    return f"{nbytes / GIB:.1f}G"
-
-
 def system_parts(s: SystemView | None) -> list[str]:
     """CPU, RAM, disk, load, swap: most important first, so a narrow line drops the last."""
     if s is None:
@@ -54,13 +47,13 @@ def system_parts(s: SystemView | None) -> list[str]:
     else:
         parts.append("CPU …")  # psutil needs two readings to measure
     if s.mem_total_bytes:
-        parts.append(f"RAM {_gib(s.mem_used_bytes)}/{_gib(s.mem_total_bytes)}")
+        parts.append(f"RAM {fmt_bytes_of(s.mem_used_bytes, s.mem_total_bytes)}")
     if s.disk is not None:
-        parts.append(f"disk {_gib(s.disk.free_bytes)} free")
+        parts.append(f"disk {fmt_bytes(s.disk.free_bytes)} free")
     if s.load_avg is not None:
         parts.append(f"load {s.load_avg[0]:.1f}")
     if s.swap_total_bytes:
-        parts.append(f"swap {_gib(s.swap_used_bytes)}")
+        parts.append(f"swap {fmt_bytes(s.swap_used_bytes)}")
     return parts
 
 
@@ -94,10 +87,15 @@ def pid_text(p: GpuProcess) -> str:
     return text
 
 
-def gpu_row(d: GpuDevice, names: dict[str, str], width: int, name_w: int) -> Text:
+def gpu_row(
+    d: GpuDevice, names: dict[str, str], width: int, name_w: int, simulated: bool = False
+) -> Text:
+    """One GPU's row; a simulated one says so after its name (its numbers are invented)."""
     row = Text(no_wrap=True, overflow="ellipsis")
     name = short_gpu_name(d.name)[:name_w]
     row.append(f"{d.index:>2} {name:<{name_w}} ")
+    if simulated:
+        row.append("sim ", style="bold magenta")
     if d.state == "lost":
         row.append("LOST: NVML lost this GPU; the others keep updating", style="bold red")
         return row
@@ -208,7 +206,7 @@ class GpuPane(LinePane):
             sep = "  "
         if g is not None and g.available:
             name_w = min(max((len(short_gpu_name(d.name)) for d in g.devices), default=3), 12)
-            lines.extend(gpu_row(d, self._names, width, name_w) for d in g.devices)
+            lines.extend(gpu_row(d, self._names, width, name_w, g.simulated) for d in g.devices)
         warnings = list(g.warnings if g is not None else ()) + list(s.warnings if s else ())
         for w in warnings:
             lines.append(Text(w, style="bold yellow", no_wrap=True, overflow="ellipsis"))

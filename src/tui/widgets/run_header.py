@@ -52,6 +52,7 @@ class RunHeader(LinePane):
         self._now: float = 0.0
         self._message: str | None = None
         self._pushes: PushInfo | None = None
+        self._simulated = False
         self._key: tuple | None = None
 
     def show(
@@ -60,7 +61,9 @@ class RunHeader(LinePane):
         now: float,
         message: str | None = None,
         pushes: PushInfo | None = None,
+        simulated: bool = False,
     ) -> None:
+        """`simulated`: the run's GPUs are simulated ones (GpuView.simulated): said so."""
         updated = run.updated if run else None
         ago = int(now - updated) if updated is not None else None
         pushed_ago = (
@@ -68,11 +71,12 @@ class RunHeader(LinePane):
             if pushes is not None and pushes.last_ok_at is not None
             else None
         )
-        key = (run, ago, message, pushes, pushed_ago)
+        key = (run, ago, message, pushes, pushed_ago, simulated)
         if key == self._key:
             return
         self._key = key
         self._run, self._now, self._message, self._pushes = run, now, message, pushes
+        self._simulated = simulated
         self.repaint_rows()  # a layout pass only when the number of rows changes
 
     def _wrapped(self, text: str, style: str, width: int) -> list[Text]:
@@ -93,7 +97,10 @@ class RunHeader(LinePane):
         top.append(f"  epoch {epoch_text(r)}")
         if r.gpu_indices:
             plural = "s" if len(r.gpu_indices) > 1 else ""
-            top.append(f"  GPU{plural} {fmt_gpu_indices(r.gpu_indices)}")
+            if self._simulated:  # first: a narrow header cuts the row's end
+                top.append("  sim", style="bold magenta")
+            top.append(f"{' ' if self._simulated else '  '}GPU{plural} ")
+            top.append(fmt_gpu_indices(r.gpu_indices))
 
         pct = "  ?%" if r.progress is None else f"{r.progress * 100:3.0f}%"
         eta = f"ETA {fmt_duration(r.eta_seconds)}" if r.eta_seconds is not None else "ETA -"

@@ -25,7 +25,8 @@ def home(tmp_path: Path) -> Path:
 
 def rgpu(home: Path, *args: str, env: dict | None = None, cwd: Path | None = None):
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RGPU_")}
-    environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), **(env or {}))
+    environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "rgpu_tui", *args],
         capture_output=True,
@@ -146,3 +147,53 @@ def test_snapshot_json_carries_the_cost(home: Path, sample_run: Path) -> None:
     cost = json.loads(proc.stdout)["cost"]
     assert cost["configured"] is True and cost["run_spent"] > 0
     assert round(cost["break_even_hours"], 1) == 14.4
+
+
+# -- the GPU source flags, what the numbers are ---------------------------------------------
+
+
+def test_cost_takes_the_gpu_source_flags_of_the_other_commands(home: Path, tmp_path: Path):
+    """`cost --fake-gpus N` as the app, snapshot and watch take it: the price per GPU,
+    and the GPUs said to be simulated; a recording likewise; both at once is one line."""
+    proc = rgpu(home, "cost", "--fake-gpus", "2", "--price-per-hour", "2.10")
+    assert proc.returncode == 0, proc.stderr
+    assert line(proc.stdout, "GPUs") == (
+        "GPUs          2 simulated (--fake-gpus: not this machine's): $1.05/h per GPU"
+    )
+    recording = tmp_path / "gpus.jsonl"
+    device = {"index": 0, "name": "NVIDIA H100", "util_percent": 90, "mem_used_mib": 1000,
+              "mem_total_mib": 81920}  # fmt: skip
+    sample = {"t": 0, "driver_version": "550.1", "devices": [device, {**device, "index": 1}]}
+    recording.write_text(json.dumps(sample) + "\n")
+    proc = rgpu(home, "cost", "--gpu-replay", str(recording), "--price-per-hour", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert line(proc.stdout, "GPUs") == (
+        "GPUs          2 x NVIDIA H100 (a GPU recording, --gpu-replay): $1.50/h per GPU"
+    )
+    both = rgpu(home, "cost", "--fake-gpus", "1", "--gpu-replay", str(recording))
+    assert one_line_error(both).startswith("rgpu-tui: choose one GPU source")
+    bad = rgpu(home, "cost", "--fake-gpus", "lots")
+    assert one_line_error(bad).startswith("rgpu-tui: --fake-gpus must be a whole number")
+
+
+def test_a_cheap_epoch_is_not_zero_dollars(home: Path, sample_run: Path) -> None:
+    """The sample run's epochs last seconds: at $2.10/h an epoch costs a tenth of a cent,
+    which "$0.00/epoch" hid."""
+    proc = rgpu(home, "cost", str(sample_run), "--price-per-hour", "2.10")
+    assert proc.returncode == 0, proc.stderr
+    per_epoch = json.loads(rgpu(home, "cost", str(sample_run), "--json",
+                                "--price-per-hour", "2.10").stdout)["per_epoch"]  # fmt: skip
+    assert 0 < per_epoch < 0.005
+    from rgpu_tui.core.base.formatting import fmt_price
+
+    shown = fmt_price(per_epoch, "epoch")
+    assert shown != "$0.00/epoch" and shown in line(proc.stdout, "run"), proc.stdout
+    assert "$0.00/epoch" not in proc.stdout
+
+
+def test_no_price_names_the_config_file_of_xdg_config_home(home: Path, tmp_path: Path) -> None:
+    xdg = tmp_path / "elsewhere"
+    proc = rgpu(home, "cost", env={"XDG_CONFIG_HOME": str(xdg)})
+    assert proc.returncode == 0, proc.stderr
+    assert f"in {xdg}/rgpu-tui/config.toml." in proc.stdout
+    assert "~/.config" not in proc.stdout

@@ -146,7 +146,13 @@ def test_without_libreyolo_anywhere_preflight_says_so_for_its_own_python(apart, 
     proc = _rgpu(apart, env, "preflight", "--json")
     report = json.loads(proc.stdout)
     assert report["python"] == str(apart)
-    assert report["verdict"].startswith(f"torch is not installed for {apart}: ")
+    # the monitor's own venv is not where torch goes (README: training apart): no
+    # `pip install` into it, but the training environment to activate
+    assert report["verdict"].startswith(
+        f"torch is not installed for {apart}, rgpu-tui's own Python (no `libreyolo` beside it "
+        "or on PATH): activate the training environment, or put its bin/ folder on PATH"
+    )
+    assert f"{apart} -m pip install" not in report["verdict"]
 
 
 def _no_libreyolo(apart: Path) -> str:

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from rgpu_tui.core.base.formatting import fmt_bytes
 from rgpu_tui.core.machine import system
-from rgpu_tui.core.machine.system import SystemMonitor, existing_path, gb
+from rgpu_tui.core.machine.system import SystemMonitor, existing_path
 from rgpu_tui.core.model.snapshot import RunInfo, SystemView
 from rgpu_tui.core.picture.snapshot_json import system_to_json
 
@@ -289,10 +290,10 @@ def test_disk_nearly_full_warning_both_sides(machine: Machine, tmp_path: Path) -
     assert m.sample(T0, ()).warnings == (f"Disk 93% full: 12.4 GB free on {tmp_path}",)
 
 
-def test_gb() -> None:
-    assert gb(12_449_999_999) == "12.4 GB"
-    assert gb(7_100_000_000) == "7.1 GB"
-    assert gb(0) == "0.0 GB"
+def test_sizes_in_warnings() -> None:  # core.base.formatting.fmt_bytes, as everywhere
+    assert fmt_bytes(12_449_999_999) == "12.4 GB"
+    assert fmt_bytes(7_100_000_000) == "7.1 GB"
+    assert fmt_bytes(0) == "0 B"
 
 
 # -- checkpoints --------------------------------------------------------------------

@@ -1,0 +1,165 @@
+"""Every key answers (issue 24, item 4): in a host's full view `c`, `n`, `g` and `a` say
+where that is done; `a` with no autostop anywhere says there is nothing to cancel; `r` on a
+launch that never started says so in the user's terms (not its .rgpu/launch/ID stand-in);
+the command palette (ctrl+p) lists every action bound on the app and the screen, with its
+key, and runs it. In tmux: tests/e2e/test_terminal.py."""
+
+# ruff: noqa: F811 (the fixtures imported below are the tests' arguments)
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from textual.binding import Binding
+from textual.command import CommandPalette
+
+from rgpu_tui.core.records.autostop_files import AutostopFiles, someone_holds
+from rgpu_tui.tui.commands import KeysProvider
+from rgpu_tui.tui.fleet.host_screen import HostScreen
+from rgpu_tui.tui.screens.dialogs import ConfirmScreen
+
+from .helpers import make_app, notices, wait_for
+from .test_fleet import (
+    bring_up,
+    fleet_app,
+    machines,  # noqa: F401 (a fixture: the tests below take it)
+    table_text,
+)
+
+
+async def test_c_n_g_a_in_a_hosts_view_each_say_where_it_is_done(runs_root, machines):
+    app = fleet_app(runs_root, machines)
+    async with app.run_test(size=(100, 30)) as pilot:
+        bring_up(app, runs_root, machines)
+        await wait_for(pilot, lambda: "Connection refused" in table_text(app))
+        await pilot.press("enter")  # h1
+        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        h1 = app.fleet["h1"]
+        sent = list(h1.sent)
+        said = {
+            "c": "`rgpu-tui cost` there",
+            "n": "on h1, `rgpu-tui launch` or `n` in its app",
+            "g": "`rgpu-tui preflight` on h1",
+            "a": "`a` in its app, or `rgpu-tui watch --no-autostop` there",
+        }
+        for key, text in said.items():
+            want = len(notices(app)) + 1
+            await pilot.press(key)
+            await wait_for(pilot, lambda n=want: len(notices(app)) == n)
+            assert text in notices(app)[-1], notices(app)
+            assert isinstance(app.screen, HostScreen)  # no dialog, nothing else
+        assert h1.sent == sent  # nothing went to the agent
+
+
+async def test_a_with_no_autostop_anywhere_says_there_is_nothing_to_cancel(runs_root):
+    app = make_app(runs_root)  # no autostop_command, no watcher on the root
+    hold = AutostopFiles.for_root(str(runs_root.root)).hold
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: bool(notices(app)))
+        [said] = notices(app)
+        assert said.startswith("No autostop to cancel: no autostop_command, and no `rgpu-tui")
+        assert "cancelled" not in said
+        assert not someone_holds(hold)
+
+
+def _failed_launch(runs_root) -> str:
+    """A launch whose process died before status.json, as `launch` records it."""
+    root = runs_root.root
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    console = root / ".rgpu" / "console" / "l-bad.log"
+    console.parent.mkdir(parents=True)
+    console.write_text("Error: data.yaml not found: /data/coco.yaml\n")
+    record = {
+        "kind": "launch", "id": "l-bad", "time": runs_root.now - 60, "pid": proc.pid,
+        "create_time": runs_root.now - 60, "argv": ["libreyolo", "train", "name=bad"],
+        "command": "libreyolo train name=bad", "cwd": str(root), "project": str(root),
+        "name": "bad", "console_log": str(console),
+    }  # fmt: skip
+    (root / ".rgpu" / "launches.jsonl").write_text(json.dumps(record) + "\n")
+    return "bad (launch)"
+
+
+async def test_r_on_a_launch_that_never_started_says_so_without_its_internal_path(runs_root):
+    name = _failed_launch(runs_root)
+    app = make_app(runs_root)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        run = next(r for r in app.snapshot.runs if r.name == name)
+        assert run.state == "failed"
+        app.selected = run.run_dir
+        app.request_refresh()
+        await wait_for(pilot, lambda: app.snapshot.selected_run.name == name)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: bool(notices(app)))
+        [said] = notices(app)
+        assert said.startswith(f"{name} never started training (exited ")
+        assert "data.yaml not found" in said and "launch it again" in said
+        assert ".rgpu" not in said
+
+
+def _own_bindings(node_class) -> list[Binding]:
+    return [
+        b
+        for cls in node_class.__mro__
+        if cls.__module__.startswith("rgpu_tui.") and "BINDINGS" in vars(cls)
+        for b in Binding.make_bindings(vars(cls)["BINDINGS"])
+    ]
+
+
+async def test_the_palette_lists_every_bound_action_with_its_key_and_runs_it(runs_root):
+    app = make_app(runs_root)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        provider = KeysProvider(app.screen)
+        titles = [title for title, *_ in provider.commands()]
+        for binding in _own_bindings(type(app)):  # generic: a key added later is listed
+            assert _listed(app, binding, titles), (binding, titles)
+        assert "Quit (q, ^q)" in titles  # the footer's key first, Textual's own after
+        assert "Push… (P)" in titles and "Resume (r)" in titles  # hidden from the footer
+        helps = {title: help_text for title, help_text, *_ in provider.commands()}
+        assert helps["New run (n)"].startswith("`n`: the launch form")
+        # ctrl+p, type, enter: the action runs as its key would
+        await pilot.press("ctrl+p")
+        await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"stop (s)")
+        await wait_for(pilot, lambda: _palette_shows(app, "Stop (s)"))
+        await pilot.press("enter")
+        # the newest run is live_exp (running): `s` asks to stop it
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+
+
+def _listed(app, binding: Binding, titles: list[str]) -> bool:
+    """Its description, with its key among those in the parentheses."""
+    key = app.get_key_display(binding)
+    return any(
+        t.startswith(f"{binding.description} (") and key in t.rsplit("(", 1)[1][:-1].split(", ")
+        for t in titles
+    )
+
+
+def _palette_shows(app, title: str) -> bool:
+    from textual.command import CommandList
+
+    if not isinstance(app.screen, CommandPalette):
+        return False
+    options = app.screen.query_one(CommandList)
+    return any(
+        title in str(options.get_option_at_index(i).prompt) for i in range(options.option_count)
+    )
+
+
+async def test_the_palette_in_a_hosts_view_lists_that_screens_keys(runs_root, machines):
+    app = fleet_app(runs_root, machines)
+    async with app.run_test(size=(100, 30)) as pilot:
+        bring_up(app, runs_root, machines)
+        await wait_for(pilot, lambda: "Connection refused" in table_text(app))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        titles = [title for title, *_ in KeysProvider(app.screen).commands()]
+        for binding in _own_bindings(HostScreen):
+            assert _listed(app, binding, titles), (binding, titles)
+        assert "Quit (q, ^q)" in titles  # the app's own
