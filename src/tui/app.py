@@ -143,6 +143,7 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         self._set_layout(self.size)
         self._refresher.start()
         self.request_refresh()
+        compat.report(self, self.fast_paths, self.log_pane)  # RGPU_FAST_PATHS_REPORT only
 
     def on_unmount(self) -> None:
         self._refresher.stop(timeout=0)  # no new refreshes; one in flight holds the lock

@@ -13,6 +13,26 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds, monotonic."""
+
+    def wait(self, cond: threading.Condition, timeout: float | None) -> None:
+        """Wait on `cond` (held by the caller) until notified or `timeout` seconds (of
+        this clock) passed; None: until notified. May return early."""
+
+
+class MonotonicClock:
+    """The real clock: `time.monotonic`, and the condition's own timed wait."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def wait(self, cond: threading.Condition, timeout: float | None) -> None:
+        cond.wait(timeout)
 
 
 class Refresher:
@@ -28,6 +48,9 @@ class Refresher:
     app's go-ahead: a build whose result the app has not acknowledged with
     `schedule()` yet waits for it, so a busy app is never handed a second snapshot
     before it took the first (and then the next comes when the app asks for it).
+
+    `clock` tells the time and waits for it (MonotonicClock: `time.monotonic` and the
+    condition's own timed wait); tests pass a fake one and move it by hand.
     """
 
     def __init__(
@@ -35,11 +58,13 @@ class Refresher:
         build: Callable[[], None],
         period: float | None = None,
         name: str = "rgpu-refresh",
+        clock: Clock | None = None,
     ) -> None:
         self._build = build
         self._period = period
+        self._clock = clock if clock is not None else MonotonicClock()
         self._cond = threading.Condition()
-        self._due: float | None = None  # time.monotonic() of the next build
+        self._due: float | None = None  # the clock's time of the next build
         self._acked = True  # schedule() was called since the last build began
         self._blocked = False  # due, waiting for schedule()
         self._stopping = False
@@ -49,7 +74,7 @@ class Refresher:
         self._thread.start()
 
     def schedule(self, delay: float) -> None:
-        due = time.monotonic() + max(delay, 0.0)
+        due = self._clock.now() + max(delay, 0.0)
         with self._cond:
             self._acked = True
             if self._blocked or self._due is None or due < self._due:
@@ -70,12 +95,12 @@ class Refresher:
                 while not self._stopping:
                     wait = None
                     if self._due is not None:
-                        wait = self._due - time.monotonic()
+                        wait = self._due - self._clock.now()
                         if wait <= 0:
                             if self._acked:
                                 break
                             self._blocked, wait = True, None
-                    self._cond.wait(wait)
+                    self._clock.wait(self._cond, wait)
                     self._blocked = False
                 if self._stopping:
                     return
@@ -85,4 +110,4 @@ class Refresher:
             if self._period is not None:
                 with self._cond:
                     if self._due is None:  # a request made during the build stays
-                        self._due = time.monotonic() + self._period
+                        self._due = self._clock.now() + self._period

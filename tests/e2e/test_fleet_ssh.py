@@ -4,7 +4,10 @@ OpenSSH client (/usr/bin/ssh) through a generated ssh_config.
 
 h1 has a run whose trainer is alive (a real process named in status.json), h2 a dead run
 (its process is gone, status.json still says running) and a completed one, h3 refuses
-the connection. No training is needed; every wait polls against a deadline.
+the connection. No training is needed; every wait polls against a deadline. h1's and h2's
+GPUs are one-sample recordings (RGPU_GPU_REPLAY; FAKE: no NVML here): readings that hold
+still, so a host's snapshot over the link and its own `snapshot --json` can be compared
+whole, less the moment each was taken (MOMENT).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ pytestmark = pytest.mark.skipif(SSH is None, reason="the OpenSSH client (ssh) is
 
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 HF = "hf" + "_"
-WRITE_TOKEN = HF + "FleetWriteTokenForTheLocalHub0123456"
+WRITE_TOKEN = HF + "FleetWriteTokenForTheLocalHub0123456"  # the machines' own
+LOCAL_TOKEN = HF + "FleetLocalTokenThatMustStayHere98765"  # where the fleet runs
 VENV_BIN = str(Path(sys.executable).parent)
 
 
@@ -58,13 +62,31 @@ def write_status(run_dir: Path, state: str, pid: int, started_at: str, **fields)
     os.replace(tmp, run_dir / "status.json")
 
 
-class Machine:
-    """One SSH server and the runs root its agent watches."""
+def gpu_recording(folder: Path, util: float, pids: tuple[int, ...] = ()) -> Path:
+    """FAKE GPUs (no NVML here): one recorded sample of one RTX 4090, held for ever."""
+    device = {
+        "index": 0, "minor": 0, "uuid": f"GPU-{folder.name}-0",
+        "name": "NVIDIA GeForce RTX 4090", "util_percent": util, "mem_util_percent": 41,
+        "mem_used_mib": 20500, "mem_total_mib": 24564, "temperature_c": 70, "power_w": 380.0,
+        "power_limit_w": 450.0, "processes": [{"pid": pid, "used_mib": 20000} for pid in pids],
+    }  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "gpus.jsonl"
+    path.write_text(json.dumps({"t": 0.0, "driver_version": "550.54.15", "devices": [device]}))
+    return path
 
-    def __init__(self, keys: SshKeys, tmp: Path, name: str, **env_extra: str) -> None:
+
+class Machine:
+    """One SSH server and the runs root its agent watches; simulated GPUs unless `gpus`
+    names a recording."""
+
+    def __init__(
+        self, keys: SshKeys, tmp: Path, name: str, gpus: Path | None = None, **env_extra: str
+    ) -> None:
         self.root = tmp / name / "runs"
         self.root.mkdir(parents=True)
-        self.env = clean_env(tmp / name, RGPU_FAKE_GPUS="1", **env_extra)
+        source = {"RGPU_GPU_REPLAY": str(gpus)} if gpus else {"RGPU_FAKE_GPUS": "1"}
+        self.env = clean_env(tmp / name, **source, **env_extra)
         self.env["PATH"] = f"{VENV_BIN}:/usr/bin:/bin"
         self.server = SshServer(keys, self.env, tmp / name / "home").start()
         keys.add_host(name, self.server.port, self.server)
@@ -81,8 +103,9 @@ def fleet_env(tmp_path: Path):
     gone_started = psutil.Process(gone.pid).create_time()
     gone.wait()
     try:
-        for name in ("h1", "h2"):
-            machines[name] = Machine(keys, tmp_path, name)
+        for name, util, pids in (("h1", 97, (trainer.pid,)), ("h2", 0, ())):
+            recording = gpu_recording(tmp_path / name, util, pids)
+            machines[name] = Machine(keys, tmp_path, name, gpus=recording)
         started = _iso(psutil.Process(trainer.pid).create_time())
         write_status(machines["h1"].root / "live", "running", trainer.pid, started)
         write_status(machines["h2"].root / "crashed", "running", gone.pid, _iso(gone_started))
@@ -124,10 +147,56 @@ def states(snapshot: dict) -> dict[str, str]:
     return {run["name"]: run["state"] for run in snapshot["runs"]}
 
 
+# What differs between two snapshots of one machine taken a moment apart: the clock, how
+# long the process has been watching (idle clocks, GPU histories), and the machine's live
+# readings. Every other key and value of a host's snapshot must arrive as it left.
+MOMENT = {
+    "generated_at",
+    "runs[].elapsed_seconds",
+    "runs[].eta_seconds",
+    "gpus.idle_seconds",
+    "gpus.idle_since",
+    "gpus.devices[].util_history",
+    "gpus.devices[].mem_history",
+    "system.cpu_percent",
+    "system.cpu_max_percent",
+    "system.load_avg",
+    "system.mem_used_bytes",
+    "system.swap_used_bytes",
+    "system.disk.used_bytes",
+    "system.disk.free_bytes",
+    "system.disk_full_in_hours",
+    "cost.billed_hours",
+    "cost.spent",
+    "cost.run_spent",
+    "cost.idle_seconds",
+    "cost.idle_spent",
+    "cost.idle_now_seconds",
+    "cost.idle_now_spent",
+}
+
+
+def less_the_moment(doc, path: str = ""):
+    """`doc` with the value at each MOMENT path replaced by a mark (the key stays)."""
+    if isinstance(doc, dict):
+        out = {}
+        for key, value in doc.items():
+            where = f"{path}.{key}" if path else key
+            out[key] = "<moment>" if where in MOMENT else less_the_moment(value, where)
+        return out
+    if isinstance(doc, list):
+        return [less_the_moment(item, f"{path}[]") for item in doc]
+    return doc
+
+
 def test_fleet_json_shows_each_hosts_runs_as_its_own_snapshot_and_the_dead_host(
     tmp_path: Path, fleet_env
 ) -> None:
     keys, machines, trainer = fleet_env
+    for price, machine in zip((2.5, 4.0), machines.values(), strict=True):  # its own config
+        config = Path(machine.env["XDG_CONFIG_HOME"]) / "rgpu-tui" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(f"price_per_hour = {price}\n")
     env = clean_env(tmp_path / "local")
     hosts = [f"{name}:{m.root}" for name, m in machines.items()] + ["h3:/nowhere"]
     proc = fleet_cli(keys, env, *hosts, "--json", "--connect-timeout", "20")
@@ -139,8 +208,14 @@ def test_fleet_json_shows_each_hosts_runs_as_its_own_snapshot_and_the_dead_host(
         host = by_name[name]
         assert host["reachable"] is True and host["error"] is None, host["error"]
         assert host["root"] == str(machine.root)
-        assert host["snapshot"]["root"] == str(machine.root)
-        assert states(host["snapshot"]) == states(own_snapshot(machine))
+        # the whole snapshot, as the machine prints it itself, less the moment; until the
+        # fleet selects a run its agent sends no run's details (selected, pushes)
+        own = {**own_snapshot(machine), "selected": None, "pushes": None}
+        assert less_the_moment(host["snapshot"]) == less_the_moment(own)
+    h1 = by_name["h1"]["snapshot"]
+    assert [d["util_percent"] for d in h1["gpus"]["devices"]] == [97]  # what its GPUs said
+    assert h1["runs"][0]["gpu_indices"] == [0] and h1["runs"][0]["total_epochs"] == 10
+    assert h1["cost"]["price_per_hour"] == 2.5 and h1["cost"]["configured"] is True
     assert states(by_name["h1"]["snapshot"]) == {"live": "running"}
     assert states(by_name["h2"]["snapshot"]) == {"crashed": "dead", "done": "completed"}
     dead = by_name["h3"]
@@ -174,7 +249,7 @@ def test_fleet_table_and_hosts_from_the_config(tmp_path: Path, fleet_env) -> Non
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["host", "reachable", "GPUs", "runs", "$/h"]
     rows = {line.split()[0]: line for line in lines[1:4]}
-    assert rows["h1"].split()[1:] == ["yes", "1", rows["h1"].split()[3], "1", "running", "1.50"]
+    assert rows["h1"].split()[1:] == ["yes", "1", "97%", "1", "running", "1.50"]
     assert "1 dead, 1 completed" in rows["h2"] and rows["h2"].endswith("2.50")
     assert rows["h3"].split()[1] == "no"
     assert lines[4].startswith("  h3: ssh: connect to host 127.0.0.1 port ")
@@ -261,14 +336,38 @@ def machine_with_a_hub(keys: SshKeys, tmp_path: Path, name: str, seed: int):
     return hub, machine, run, best
 
 
-def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env) -> None:
+def plant_push_records(run: Path, token: str) -> None:
+    """Push records another writer left in `run`: the machine's token in a commit URL's
+    credentials and in an error (the app's own records never hold one)."""
+    (run / ".rgpu").mkdir(exist_ok=True)
+    records = [
+        {"time": "2026-01-01T00:00:00+00:00", "file": "best.pt", "outcome": "ok", "size": 5,
+         "commit_url": f"http://user:{token}@127.0.0.1:9/alice/fleet/commit/0"},
+        {"time": "2026-01-01T00:01:00+00:00", "file": "best.pt", "outcome": "error",
+         "error": f"401 Unauthorized for token {token}"},
+    ]  # fmt: skip
+    (run / ".rgpu" / "pushes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env, monkeypatch) -> None:
     keys, machines, trainer = fleet_env
     hub, machine, run, best = machine_with_a_hub(keys, tmp_path, "h4", seed=7)
+    plant_push_records(run, WRITE_TOKEN)
+    monkeypatch.setenv("HF_TOKEN", LOCAL_TOKEN)  # the fleet's own token: it stays here too
     started = _iso(psutil.Process(trainer.pid).create_time())
     write_status(machine.root / "live", "running", trainer.pid, started)
     link = _link(keys, "h4", machine.root)
     try:
         wait_until(lambda: link.state().reachable, "h4 reachable", 60)
+        # the run with push records selected: its records travel in the snapshot
+        assert link.send({"cmd": "select", "run": str(run)}).result(30)["ok"] is True
+
+        def pushes() -> dict | None:
+            return (link.state().snapshot or {}).get("pushes")
+
+        planted = wait_until(lambda: (p := pushes()) and p["attempts"] == 2 and p, "records")
+        assert planted["last_error"] == "401 Unauthorized for token hf_***"
+        assert planted["last_ok_url"] == "http://127.0.0.1:9/alice/fleet/commit/0"
         progress: list[dict] = []
         pushed = link.send({"cmd": "push", "run": str(run), "file": "best"}, progress.append)
         stopped = link.send({"cmd": "stop", "run": str(machine.root / "live")})
@@ -281,14 +380,21 @@ def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env) -> None:
         assert result["push"]["commit_url"].startswith(f"{hub.url}/alice/fleet/commit/")
         assert hub.file_bytes("alice/fleet", "exp1/best.pt") == best
         assert {"settling", "uploading"} <= {p["phase"] for p in progress}
-        # the token stayed on that machine: the fleet never saw it
-        assert WRITE_TOKEN not in json.dumps(link.state().snapshot)
+        now = wait_until(lambda: (p := pushes()) and p["attempts"] == 3 and p, "our record")
+        assert now["last_ok_url"] == result["push"]["commit_url"] and now["last_error"] is None
         unknown = link.send({"cmd": "push", "run": "/etc", "file": "best"}).result(30)
         assert unknown == {
             "result": unknown["result"],
             "ok": False,
             "error": f"no run /etc under {machine.root}",
         }
+        # the tokens stayed on their machines: nothing the agent sent back holds h4's,
+        # nothing the fleet sent (command lines, environment) holds its own
+        assert WRITE_TOKEN.encode() not in machine.server.sent_bytes()
+        assert WRITE_TOKEN not in json.dumps(link.state().snapshot)
+        assert machine.server.commands and machine.server.client_env
+        assert all(LOCAL_TOKEN not in c for c in machine.server.commands)
+        assert all(LOCAL_TOKEN not in json.dumps(e) for e in machine.server.client_env)
     finally:
         link.close()
         machine.server.stop()

@@ -21,14 +21,17 @@ from pathlib import Path
 import psutil
 import pytest
 from support.cli_env import RGPU_TUI, clean_env
+from support.pty_app import PtyApp
 from support.tmux import Tmux, tmux_executable
 from support.waiting import wait_until
 
 from e2e.test_fleet_ssh import (  # noqa: F401  (fleet_env is a fixture)
+    LOCAL_TOKEN,
+    WRITE_TOKEN,
     _iso,
-    fleet_cli,
     fleet_env,
     machine_with_a_hub,
+    plant_push_records,
     write_status,
 )
 
@@ -56,9 +59,9 @@ def row_says(host: str, *words: str):
     return check
 
 
-def start_fleet(term: Tmux, tmp_path: Path, keys, hosts: list[str]) -> None:
+def start_fleet(term: Tmux, tmp_path: Path, keys, hosts: list[str], **extra: str) -> None:
     env = clean_env(tmp_path / "local")
-    pane_env = {k: env[k] for k in ("HOME", "XDG_CONFIG_HOME", "LANG", "PATH")}
+    pane_env = {k: env[k] for k in ("HOME", "XDG_CONFIG_HOME", "LANG", "PATH")} | extra
     argv = [str(RGPU_TUI), "fleet", "--ssh-config", str(keys.config), "--connect-timeout", "20"]
     term.start_app([*argv, *hosts], tmp_path / "rc", env=pane_env)
 
@@ -111,37 +114,59 @@ def test_p_in_a_hosts_full_view_pushes_from_that_machine(
 ) -> None:
     keys, _machines, trainer = fleet_env
     hub, machine, run, best = machine_with_a_hub(keys, tmp_path, "h4", seed=11)
+    plant_push_records(run, WRITE_TOKEN)  # h4's token in the records the full view reads
     # the newest run, so the full view opens on it
     write_status(run, "completed", trainer.pid, _iso(psutil.Process(trainer.pid).create_time()))
+    screens: list[str] = []
     try:
         with Tmux(80, 24) as term:
-            start_fleet(term, tmp_path, keys, [f"h4:{machine.root}"])
+            # the fleet has a token of its own: it must not travel either
+            start_fleet(term, tmp_path, keys, [f"h4:{machine.root}"], HF_TOKEN=LOCAL_TOKEN)
             term.wait_for(row_says("h4", "yes", "1 DONE"), "h4 reachable", UI_TIMEOUT)
             term.send("Enter")
-            term.wait_for(lambda s: "h4  reachable" in s and "log  train.log" in s, "exp1")
+            screens.append(
+                term.wait_for(lambda s: "h4  reachable" in s and "log  train.log" in s, "exp1")
+            )
+            # its push records arrived (the run is selected): the failed attempt is shown
+            screens.append(term.wait_for("last push failed", "the records", UI_TIMEOUT))
             term.send("p")
             screen = term.wait_for("enter: push", "the confirm dialog")
+            screens.append(screen)
             assert "alice/fleet: exp1/best.pt" in screen
             term.send("Enter")
-            term.wait_for("Pushed best.pt of exp1 on h4", "the notice", UI_TIMEOUT)
+            screens.append(term.wait_for("Pushed best.pt of exp1 on h4", "the notice", UI_TIMEOUT))
             assert hub.file_bytes("alice/fleet", "exp1/best.pt") == best
             term.send("q")
             assert term.wait_exit(30) == 0
-        # the push ran on h4 with h4's token: no token crossed the link
+        # the push ran on h4 with h4's token: no token crossed the link, either way
         records = (run / ".rgpu" / "pushes.jsonl").read_text().splitlines()
         assert json.loads(records[-1])["outcome"] == "ok"
-        assert all("hf_" not in command for command in machine.server.commands)
+        assert WRITE_TOKEN.encode() not in machine.server.sent_bytes()
+        assert not any(WRITE_TOKEN[:12] in screen for screen in screens)
+        assert machine.server.commands and machine.server.client_env
+        assert all(LOCAL_TOKEN not in command for command in machine.server.commands)
+        assert all(LOCAL_TOKEN not in json.dumps(env) for env in machine.server.client_env)
     finally:
         machine.server.stop()
         hub.stop()
 
 
-def test_once_prints_the_table_for_scripts(tmp_path: Path, fleet_env) -> None:  # noqa: F811
+def test_once_prints_the_table_in_a_terminal(tmp_path: Path, fleet_env) -> None:  # noqa: F811
+    """With stdout a terminal, where `fleet` alone opens the screen, `--once` prints the
+    table and exits."""
     keys, machines, _trainer = fleet_env
-    env = clean_env(tmp_path / "local")
+    env = clean_env(tmp_path / "local", TERM="xterm-256color")
     hosts = [f"{name}:{m.root}" for name, m in machines.items()]
-    proc = fleet_cli(keys, env, *hosts, "--once", "--connect-timeout", "20")
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    argv = [str(RGPU_TUI), "fleet", "--ssh-config", str(keys.config), *hosts]
+    app = PtyApp([*argv, "--once", "--connect-timeout", "20"], env, 100, 30)
+    try:
+        assert app.wait_exit(UI_TIMEOUT, "--once did not print and exit") == 0
+        out = app.output()
+    finally:
+        app.close()
+    assert b"\x1b" not in out  # no screen: plain lines
+    lines = out.decode().splitlines()
     assert lines[0].split() == ["host", "reachable", "GPUs", "runs", "$/h"]
-    assert "1 dead, 1 completed" in lines[2]
+    assert lines[1].split() == ["h1", "yes", "1", "97%", "1", "running", "?"]
+    assert lines[2].split() == ["h2", "yes", "1", "0%", "1", "dead,", "1", "completed", "?"]
+    assert len(lines) == 3

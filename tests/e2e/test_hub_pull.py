@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,16 @@ def make_run(root: Path, name: str = "exp1", epochs: tuple[int, ...] = (3,)) -> 
     return run
 
 
-def rgpu(hub_url: str, home: Path, *args: str, token: str | None = WRITE_TOKEN, **env_extra):
-    """rgpu-tui as a subprocess; the token travels in the environment, never in argv."""
+def rgpu(
+    hub_url: str,
+    home: Path,
+    *args: str,
+    token: str | None = WRITE_TOKEN,
+    deadline: float = 120,
+    **env_extra,
+):
+    """rgpu-tui as a subprocess; the token travels in the environment, never in argv. A
+    run past `deadline` seconds fails the test."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -62,7 +71,10 @@ def rgpu(hub_url: str, home: Path, *args: str, token: str | None = WRITE_TOKEN, 
     argv = [sys.executable, "-m", "rgpu_tui", *args]
     for t in TOKENS:
         assert all(t not in a for a in argv)
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    try:
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=deadline)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"rgpu-tui {' '.join(args)} ran past {deadline:g} s")
 
 
 def files_under(root: Path) -> dict[str, bytes]:
@@ -407,6 +419,55 @@ def test_an_unreachable_hub_is_one_line_within_the_timeout(tmp_path) -> None:
     assert one_line(proc.stderr).startswith(
         f"rgpu-tui: pull failed: cannot reach the Hub at http://127.0.0.1:{port}"
     )
+    token_nowhere(proc.stdout, proc.stderr)
+
+
+class SilentListener:
+    """A port on 127.0.0.1 that accepts every connection and never answers (a Hub behind a
+    proxy that hangs): only the client's own timeout ends a request. Counts what it took."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.accepted: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _addr = self.sock.accept()
+            except OSError:  # closed
+                return
+            self.accepted.append(conn)  # held open, never read, never answered
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.accepted:
+            conn.close()
+        self._thread.join(5)
+
+
+def test_a_hub_that_never_answers_is_ended_by_the_timeout(tmp_path) -> None:
+    """`--timeout` is what ends it: far below the default 60 s (a pull that ignored it
+    runs past this test's 30 s deadline and fails here)."""
+    hub = SilentListener()
+    try:
+        url = f"http://user:{WRITE_TOKEN}@127.0.0.1:{hub.port}"
+        out = tmp_path / "restore"
+        proc = rgpu(
+            url, tmp_path, "pull", REPO, "exp1", "--to", str(out), "--timeout", "2", deadline=30
+        )
+        assert len(hub.accepted) >= 1  # it connected: no refusal ended it
+    finally:
+        hub.close()
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert one_line(proc.stderr) == (
+        "rgpu-tui: pull failed: the Hub did not answer within 2 s: try again later"
+    )
+    assert not out.exists()
     token_nowhere(proc.stdout, proc.stderr)
 
 

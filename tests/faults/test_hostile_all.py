@@ -7,7 +7,6 @@ no byte sequence taken from a run file's control characters."""
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from support.cli_env import RGPU_TUI, clean_env
@@ -17,14 +16,10 @@ from support.hostile_files import EXPECTED, hostile_root
 from support.pty_app import PtyApp
 from support.waiting import wait_until
 
-
-def _after_a_quiet_spell(app: PtyApp, quiet: float = 0.3) -> int:
-    """The output's length once nothing was written for `quiet` seconds (a frame ended)."""
-    while True:
-        seen = len(app.output())
-        time.sleep(quiet)
-        if len(app.output()) == seen:
-            return seen
+# The terminal's answer to Textual's query for synchronized output (DECRQM 2026: "set"):
+# from then on each frame the app draws is wrapped in ESC[?2026h ... ESC[?2026l (FRAME_END).
+SYNC_SUPPORTED = b"\x1b[?2026;1$y"
+FRAME_END = b"\x1b[?2026l"
 
 
 def test_the_app_over_every_hostile_case_at_once(tmp_path: Path) -> None:
@@ -37,11 +32,11 @@ def test_the_app_over_every_hostile_case_at_once(tmp_path: Path) -> None:
     releaser = FifoReleaser(fifos)  # only if a reader blocks: the test fails, not hangs
     try:
         wait_until(lambda: b"Training complete" in app.output(), "the first frame", 30)
-        # the simulated GPUs change every second: three more frames, each after a quiet
-        # spell, mean the refreshes go on (a failed refresh changes nothing on the screen)
-        for n in range(3):
-            seen = _after_a_quiet_spell(app)
-            wait_until(lambda seen=seen: len(app.output()) > seen, f"frame {n + 2}", 30)
+        os.write(app.fd, SYNC_SUPPORTED)  # as a terminal answers: frames are now counted
+        first = wait_until(lambda: app.output().count(FRAME_END), "a counted frame", 30)
+        # the simulated GPUs change every second: three more frames mean the refreshes go
+        # on (a failed refresh changes nothing on the screen)
+        wait_until(lambda: app.output().count(FRAME_END) >= first + 3, "three more frames", 30)
         assert app.quit() == 0
         out = app.output()
     finally:

@@ -12,7 +12,8 @@ import time
 
 
 class PtyApp:
-    """`rgpu-tui ROOT` in a pty of cols x rows; every byte it writes is kept."""
+    """A program (`rgpu-tui ROOT`, ...) in a pty of cols x rows, stdout and stderr a
+    terminal; every byte it writes is kept."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cols: int, rows: int) -> None:
         self.pid, self.fd = pty.fork()
@@ -47,6 +48,10 @@ class PtyApp:
 
     def quit(self, timeout: float = 15.0) -> int:
         os.write(self.fd, b"q")
+        return self.wait_exit(timeout, "the app did not quit on q")
+
+    def wait_exit(self, timeout: float = 15.0, why: str = "the program did not exit") -> int:
+        """Its exit code once it ended (all it wrote read); AssertionError after `timeout`."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             done, status = os.waitpid(self.pid, os.WNOHANG)
@@ -54,7 +59,7 @@ class PtyApp:
                 self._reader.join(5)
                 return os.waitstatus_to_exitcode(status)
             time.sleep(0.05)
-        raise AssertionError("the app did not quit on q")
+        raise AssertionError(f"{why} within {timeout:g} s")
 
     def close(self) -> None:
         try:

@@ -96,6 +96,8 @@ class SshServer:
         self.commands: list[str] = []  # every command asked for, in order
         self.processes: list[asyncio.subprocess.Process] = []  # what they started
         self.bytes_out = 0  # what the commands wrote on stdout, sent to the clients
+        self.sent = bytearray()  # every byte sent back to the clients (stdout and stderr)
+        self.client_env: list[dict] = []  # the variables each client asked to set (SendEnv)
         self._loop = asyncio.new_event_loop()
         self._server = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -131,6 +133,7 @@ class SshServer:
             return
         with self._lock:
             self.commands.append(command)
+            self.client_env.append(dict(process.env or {}))
         proc = await asyncio.create_subprocess_exec(
             "/bin/sh",
             "-c",
@@ -158,8 +161,9 @@ class SshServer:
         async def pump_out(reader, writer, count: bool) -> None:
             try:
                 while data := await reader.read(65536):
-                    if count:
-                        with self._lock:
+                    with self._lock:
+                        self.sent += data
+                        if count:
                             self.bytes_out += len(data)
                     writer.write(data)
                     await writer.drain()
@@ -182,6 +186,11 @@ class SshServer:
             feeding.cancel()
             if proc.returncode is None:
                 proc.stdin.close()
+
+    def sent_bytes(self) -> bytes:
+        """Everything the commands sent back over the link so far."""
+        with self._lock:
+            return bytes(self.sent)
 
     def pids(self) -> list[int]:
         """The pids of the shells it started that are still running."""

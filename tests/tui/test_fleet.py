@@ -329,11 +329,27 @@ async def test_the_full_view_shows_what_the_local_app_shows(runs_root, machines)
         assert "$2.50/h" in got["cost"] and "RUN" in got["header"]
 
 
-async def test_p_pushes_through_the_agent_with_the_same_dialog(runs_root, machines):
+HOST_TOKEN = "hf" + "_" + "TokenOfTheHostInItsPushRecords01234"  # in h1's run files
+LOCAL_TOKEN = "hf" + "_" + "TokenWhereTheFleetRunsStaysHere56789"  # in the fleet's env
+
+
+async def test_p_pushes_through_the_agent_with_the_same_dialog(runs_root, machines, monkeypatch):
+    """The tokens stay where they are: the fleet's own (in its environment) is in no
+    command it sends, the host's (in a push record of the selected run, read by the real
+    Collector) in nothing the host's snapshot brings, shown or kept."""
+    monkeypatch.setenv("HF_TOKEN", LOCAL_TOKEN)
+    monkeypatch.setenv("HUGGING_FACE_HUB_TOKEN", LOCAL_TOKEN)
     app = fleet_app(runs_root, machines)
     live = str(runs_root.root / "live_exp")
+    (runs_root.root / "live_exp" / ".rgpu").mkdir(exist_ok=True)
+    (runs_root.root / "live_exp" / ".rgpu" / "pushes.jsonl").write_text(
+        json.dumps({"time": iso(runs_root.now - 60), "file": "best.pt", "outcome": "error",
+                    "error": f"401 for token {HOST_TOKEN} at http://u:{HOST_TOKEN}@hub/x"})
+        + "\n"
+    )  # fmt: skip
     async with app.run_test(size=(80, 24)) as pilot:
         bring_up(app, runs_root, machines, selected={"h1": live})
+        assert app.fleet["h1"].state().snapshot["pushes"]["attempts"] == 1  # it travelled
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
@@ -347,7 +363,10 @@ async def test_p_pushes_through_the_agent_with_the_same_dialog(runs_root, machin
         await pilot.press("enter")
         await wait_for(pilot, lambda: any(c["cmd"] == "push" for c in h1.sent))
         assert h1.sent[-1] == {"cmd": "push", "run": live, "file": "best.pt"}
-        assert not any("hf_" in json.dumps(c) for c in h1.sent)  # never a token
+        assert LOCAL_TOKEN not in json.dumps(h1.sent)  # every command, select included
+        shown = [rendered(app.screen.run_header), *notices(app)]
+        assert "last push failed" in shown[0]
+        assert HOST_TOKEN not in json.dumps([h1.state().snapshot, shown])
         h1.answer(
             "push",
             {"ok": True, "error": None, "push": {"ok": True, "file": "best.pt",

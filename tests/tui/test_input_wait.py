@@ -1,15 +1,16 @@
 """The input thread sleeps until there is input (src/tui/compat/input_wait.py: the driver
 class the app passes to `App(driver_class=...)`): a real Textual app in a real
-pseudo-terminal still gets its keys, a lone ESC after its delay, and quits; and its input
-thread does not wake while nothing is typed."""
+pseudo-terminal still gets its keys, a lone ESC after its delay, and quits; and while
+nothing is typed its input thread waits in select() with no timeout (read from
+/proc/TID/syscall: the state it sleeps in, not a count of wake-ups in a window)."""
 
 from __future__ import annotations
 
 import os
+import platform
 import pty
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -49,9 +50,20 @@ out.write("exited\\n")
 """
 
 
-def _wakes(tid: int) -> int:
-    """Times the thread was scheduled onto a CPU (/proc schedstat's third field)."""
-    return int(Path(f"/proc/{tid}/schedstat").read_text().split()[2])
+# the select syscalls (select, pselect6) by machine; their fifth argument is the timeout
+SELECTS = {"x86_64": {23, 270}, "aarch64": {72}}.get(platform.machine(), set())
+
+
+def select_timeout(tid: int) -> str | None:
+    """How thread `tid` is blocked now: "none" (in select with no timeout: until there is
+    input), "timed" (in select with a timeout), or None (running, or in another call)."""
+    try:
+        fields = Path(f"/proc/{tid}/syscall").read_text().split()
+    except OSError:
+        return None
+    if len(fields) < 6 or not fields[0].isdigit() or int(fields[0]) not in SELECTS:
+        return None
+    return "none" if int(fields[5], 16) == 0 else "timed"
 
 
 class Child:
@@ -108,16 +120,9 @@ def child(tmp_path):
 
 
 pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/schedstat").exists(), reason="needs /proc schedstat"
+    not SELECTS or not Path("/proc/self/syscall").exists(),
+    reason="needs /proc/TID/syscall on x86_64 or aarch64",
 )
-
-
-def _idle_wakes(c: Child, seconds: float = 1.5) -> int:
-    tid = c.tid()
-    before = _wakes(tid)
-    time.sleep(seconds)  # a window to count wake-ups in, not a wait for something to happen
-    c.lines()
-    return _wakes(tid) - before
 
 
 def test_keys_a_lone_escape_and_quit_still_work(child) -> None:
@@ -136,8 +141,14 @@ def test_keys_a_lone_escape_and_quit_still_work(child) -> None:
 
 
 def test_the_input_thread_sleeps_while_nothing_is_typed(child) -> None:
-    patched = _idle_wakes(child("patched"))
-    textual_own = _idle_wakes(child("textual"))
-    assert patched <= 2, patched
-    # the measurement itself works: Textual's own thread wakes every 0.1 s
-    assert textual_own >= 5, textual_own
+    patched = child("patched")
+    tid = patched.tid()
+    # a thread that woke on a timer would never be seen waiting without one
+    wait_until(lambda: select_timeout(tid) == "none", "the input thread asleep until input")
+    os.write(patched.fd, b"a")  # and it still wakes for a key
+    wait_until(lambda: "key a" in patched.lines(), "the key a", details=patched.lines)
+    wait_until(lambda: select_timeout(tid) == "none", "the input thread asleep again")
+    # the reading itself tells them apart: Textual's own thread waits 0.1 s at a time
+    own = child("textual")
+    own_tid = own.tid()
+    wait_until(lambda: select_timeout(own_tid) == "timed", "Textual's own 0.1 s select")

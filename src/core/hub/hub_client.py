@@ -2,7 +2,8 @@
 
 Shared by push (core.hub.push) and pull (core.hub.hub_pull). `configure_hub(timeout)` installs,
 through `huggingface_hub.set_client_factory`, an httpx client with connect/read/write
-timeouts whose timeout is raised as `HubTimeout`: huggingface_hub retries its own
+timeouts on every request (a call that asks for none, as huggingface_hub's repo_info does,
+gets ours too) whose timeout is raised as `HubTimeout`: huggingface_hub retries its own
 timeout errors for minutes, not ours, so a stalled Hub ends the command at once. It also
 makes huggingface_hub quiet (no progress bars, no retry warnings on our screen) and
 LFS-only (no Xet). `get_token()` reads the token the huggingface_hub way (HF_TOKEN, or
@@ -39,8 +40,13 @@ def make_client(timeout: float):
     except ImportError:  # pragma: no cover - a different huggingface_hub
         hooks = {}
 
+    limits = httpx2.Timeout(timeout).as_dict()
+
     class _HubClient(httpx2.Client):
         def send(self, request, **kwargs):
+            # every request waits `timeout` at most: huggingface_hub passes timeout=None
+            # (no limit at all) on some calls, repo_info among them
+            request.extensions = {**request.extensions, "timeout": limits}
             try:
                 return super().send(request, **kwargs)
             except httpx2.TimeoutException as exc:

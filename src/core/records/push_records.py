@@ -3,7 +3,10 @@
 The push (core.hub.push) appends one record per attempt; this module only reads them, for the
 push itself (is this file unchanged since its last push?), auto-push, the header's
 "pushed best.pt ep37 4m ago" (`push_info`) and the exporter's `rgpu_run_weights_unpushed`
-(`UnpushedWeights`). Torn or malformed lines are skipped (core.records.records).
+(`UnpushedWeights`). Torn or malformed lines are skipped (core.records.records). The records
+are run files, so untrusted: the URL and the error `push_info` passes on lose any
+`user:password@` and anything shaped like a Hugging Face token (the app's own records never
+hold one; another writer's might).
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from __future__ import annotations
 import os
 from stat import S_ISREG
 
+from ..base.urls import strip_userinfo
 from ..base.values import EPOCHS, checked, parse_time
 from ..model.snapshot import PushInfo
 from ..run.run_files import checkpoint_problem
+from ..run.tail import redact
 from .records import read_json_lines
 
 RECORDS = "pushes.jsonl"
@@ -42,6 +47,11 @@ def last_push(run_dir: str, file: str | None = None, *, ok_only: bool = False) -
     return None
 
 
+def _no_secret(value):
+    """A text from a record with no credentials in its URLs and no token-shaped word."""
+    return redact(strip_userinfo(value)) if isinstance(value, str) else value
+
+
 def push_info(records: list[dict], best_size: int | None, best_mtime: float | None) -> PushInfo:
     """The summary the run header shows, from the records and best.pt's size and mtime on
     disk now (None when there is no best.pt): the newest successful push, the newest
@@ -59,9 +69,9 @@ def push_info(records: list[dict], best_size: int | None, best_mtime: float | No
         last_ok_file=good.get("file"),
         last_ok_epoch=checked(good.get("epoch"), EPOCHS, integer=True)[0],
         last_ok_at=parse_time(good.get("time")),
-        last_ok_url=good.get("commit_url"),
+        last_ok_url=_no_secret(good.get("commit_url")),
         last_outcome=last.get("outcome"),
-        last_error=last.get("error"),
+        last_error=_no_secret(last.get("error")),
         best_changed=best_changed,
         attempts=len(records),
     )

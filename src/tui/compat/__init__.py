@@ -15,12 +15,14 @@ a usable Textual): `probe()` imports and checks the names each fast path needs, 
 `install()` switches on those that passed. One that is off (another Textual version, a
 name that moved, an exception while installing, or `RGPU_FAST_PATHS=0`) leaves plain
 Textual in its place: the app works, only slower. `rgpu-tui --version` shows `probe()`'s
-answer.
+answer; `RGPU_FAST_PATHS_REPORT=FILE` makes a running app write which ones it really uses
+(`report()`: what the tests of a real terminal read).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 ENV = "RGPU_FAST_PATHS"  # "0" (or off, no, false): every fast path off
+REPORT_ENV = "RGPU_FAST_PATHS_REPORT"  # FILE: the running app writes report() there
 WRITTEN_FOR = "8.2.8"  # the Textual whose internals the fast paths use
 
 PARTIAL = "partial updates"
@@ -153,3 +156,30 @@ def speed_up_log(pane) -> None:
     """One log pane (a `textual.widgets.Log`) measures its new lines in place; call it
     only when `status.on(LOG)`."""
     _module(LOG).speed_up(pane)
+
+
+def in_use(app, log_pane) -> dict[str, bool]:
+    """What the running `app` really uses, read from the objects themselves: ours or
+    Textual's partial-update method, the driver's input thread, `log_pane`'s measuring."""
+    partial = sys.modules.get(f"{__name__}.partial")
+    return {
+        PARTIAL: partial is not None and partial.installed(),
+        INPUT: _module(INPUT).sleeps(getattr(app, "_driver", None)),
+        LOG: _module(LOG).sped_up(log_pane),
+    }
+
+
+def report(app, status: FastPaths, log_pane) -> None:
+    """With RGPU_FAST_PATHS_REPORT=FILE: write {"status": status.text(), "in_use": in_use()}
+    to FILE (a temp name, then os.replace). A file that cannot be written is skipped."""
+    path = os.environ.get(REPORT_ENV)
+    if not path:
+        return
+    doc = {"status": status.text(), "in_use": in_use(app, log_pane)}
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass

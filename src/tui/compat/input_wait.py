@@ -56,6 +56,11 @@ class WakingEvent(threading.Event):
                     pass
 
 
+def sleeps(driver: Any) -> bool:
+    """Is `driver` (a running app's) one whose input thread sleeps until there is input?"""
+    return isinstance(getattr(driver, "exit_event", None), WakingEvent)
+
+
 def timeout_of(parser: Any, now: Callable[[], float]) -> float | None:
     """How long the input thread may sleep: until the pending escape sequence times out,
     or until input arrives when nothing is pending."""

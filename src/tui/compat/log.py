@@ -34,6 +34,11 @@ def probe() -> str | None:
     return None
 
 
+def sped_up(pane: Any) -> bool:
+    """Does `pane` measure its lines in place (speed_up gave it its own _update_size)?"""
+    return pane is not None and "_update_size" in vars(pane)
+
+
 def speed_up(pane: Any) -> None:
     """`pane` (a Log) measures the lines it is given in place, on the UI thread."""
     process_line = pane._process_line

@@ -103,3 +103,12 @@ def uninstall() -> None:
 
     ChopsUpdate.render_segments = _original
     _original = None
+
+
+def installed() -> bool:
+    """Is ours the method the compositor's class has now (read from the class)?"""
+    try:
+        from textual._compositor import ChopsUpdate
+    except ImportError:
+        return False
+    return vars(ChopsUpdate).get("render_segments") is render_segments

@@ -142,6 +142,28 @@ def test_the_token_never_reaches_the_command(tmp_path: Path, notifiers, monkeypa
     assert got["hf"] is None  # not passed to the command's environment
 
 
+def test_the_notifier_scrubs_its_token_from_an_event_that_was_not_cleaned(
+    tmp_path: Path, notifiers
+) -> None:
+    """The Notifier's own scrub, not the EventEngine's: an event that arrives holding the
+    token (in its run and its message), and a failing command whose output holds it. The
+    token is not shaped like a Hugging Face token, so only the exact scrub can find it."""
+    token = "tok" + "Z" * 30
+    out = tmp_path / "notified.jsonl"
+    n, _ = notifiers(recorder(out), token=token, host="box1")
+    n.submit(event("run_failed", f"/runs/exp-{token}", f"exp-{token} failed: 401 for {token}"))
+    [got] = wait_until(lambda: lines(out), "the notification")
+    assert got["argv"] == ["run_failed", "/runs/exp-***", "exp-*** failed: 401 for ***", "box1"]
+    secret = tmp_path / "secret"
+    secret.write_text(token)
+    code = "import sys; print('refused ' + open(sys.argv[1]).read(), file=sys.stderr); exit(3)"
+    n2, reports = notifiers([sys.executable, "-c", code, str(secret), "{message}"], token=token)
+    n2.submit(event(message=f"m {token}"))
+    [said] = wait_until(reports.messages, "the failure")
+    assert said.startswith("notify_command failed for run_dead: exit status 3: refused ***")
+    assert token not in said
+
+
 def test_a_failing_command_is_reported_once_until_it_works_again(tmp_path: Path, notifiers) -> None:
     flag = tmp_path / "fail"
     flag.touch()
