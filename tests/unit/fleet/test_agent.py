@@ -230,7 +230,11 @@ def test_each_command_is_answered(tmp_path: Path) -> None:
             b'still the long line\n{"cmd": "refresh", "id": 6}\n',
         )
         assert [(a["result"], a["ok"], a["error"]) for a in answers] == [
-            (2, False, 'unknown command "launch" (one of refresh, select, push, stop, resume)'),
+            (
+                2,
+                False,
+                'unknown command "launch" (one of refresh, select, chart, push, stop, resume)',
+            ),
             (None, False, "a command must be one JSON object per line"),
             (None, False, "a command must be one JSON object per line"),
             (None, False, '"id" must be a string or a number'),
