@@ -34,7 +34,7 @@ def check_shape(rows, width, height):
     for plain, spans in rows:
         assert len(plain) <= width
         ends = sorted(spans)
-        for (a, b, _s), (c, _d, _t) in zip(ends, ends[1:], strict=False):
+        for (_a, b, _s), (c, _d, _t) in zip(ends, ends[1:], strict=False):
             assert b <= c, f"overlapping spans in {plain!r}"
 
 

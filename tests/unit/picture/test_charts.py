@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.fleet.snapshot_from_json import snapshot_from_json
 from rgpu_tui.core.picture.chart_layout import (
     COLOURS,
