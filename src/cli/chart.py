@@ -158,8 +158,8 @@ def cmd_chart(argv: list[str]) -> int:
     height = args.height
     if height is None:  # every panel, none paged
         cols, _rows = grid(width, PANEL_ROWS)
-        height = 3 + max(1, math.ceil(len(panel_metrics(runs, options)) / cols)) * PANEL_ROWS
-    _print_rows(chart_rows(runs, options, width, height))
+        height = 2 + max(1, math.ceil(len(panel_metrics(runs, options)) / cols)) * PANEL_ROWS
+    _print_rows(chart_rows(runs, options, width, height, keys=False))
     return 0
 
 

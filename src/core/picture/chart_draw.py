@@ -24,7 +24,8 @@ A panel is a title row, the plot rows and two axis rows:
   on any float.
 
 Spans never overlap (the app's fast row painting needs that): a cell's style is one
-string, a cursor column included ("reverse" added).
+string, a cursor column included (a thin line through empty cells, a curve's cell
+reversed).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ BRAILLE = [" "] + [chr(0x2800 + i) for i in range(1, 256)]
 # the dot bit of (row 0..3, column 0..1) inside a braille cell
 DOT = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
 AXIS_STYLE = "dim"
+CURSOR_STYLE = "bright_black"
 NICE = (1.0, 2.0, 2.5, 5.0, 10.0)
 NICE_CEIL = (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 Y_MODES = ("linear", "robust", "log")
@@ -389,9 +391,13 @@ def draw_panel(
         text = "".join([BRAILLE[b] for b in line])
         who = owner[r * w : (r + 1) * w]
         cell_styles: list[str | None] = [styles[o - 1] if o else None for o in who]
-        if cursor_col is not None:
+        if cursor_col is not None:  # a thin line, the curve's own cell reversed
             s = cell_styles[cursor_col]
-            cell_styles[cursor_col] = f"{s} reverse" if s else "reverse"
+            if line[cursor_col]:
+                cell_styles[cursor_col] = f"{s} reverse" if s else "reverse"
+            else:
+                text = text[:cursor_col] + "│" + text[cursor_col + 1 :]
+                cell_styles[cursor_col] = CURSOR_STYLE
         spans = [(0, label_w, AXIS_STYLE), *_spans(cell_styles, label_w)]
         rows.append((prefix + text, tuple(spans)))
     if scale is None:  # nothing to draw: say so in the middle of the plot

@@ -306,19 +306,29 @@ def draw_metric(
     )
 
 
-def status_row(runs: Sequence[ShownRun], options: ChartOptions, pages: int, width: int) -> Row:
+def status_row(
+    runs: Sequence[ShownRun], options: ChartOptions, pages: int, width: int, keys: bool = True
+) -> Row:
+    """The reading options, each after its key: `e smooth 0.6  y linear  x epoch ...`
+    (without the keys where there are none: `rgpu-tui chart`)."""
     smooth = f"{options.smooth:g}" if options.smooth else "off"
+    if not keys:
+        y = Y_NAMES.get(options.y_mode, options.y_mode)
+        return text_row([(f"smooth {smooth} · y {y} · x {options.x_kind}", "dim")], width)
     parts = [
-        ("smooth ", "dim"),
-        (smooth, "bold"),
-        (" e · y ", "dim"),
-        (Y_NAMES.get(options.y_mode, options.y_mode), "bold"),
-        (" y · x ", "dim"),
-        (options.x_kind, "bold"),
-        (" x · ←/→ cursor · / metric", "dim"),
+        ("e", "bold"),
+        (f" smooth {smooth}  ", ""),
+        ("y", "bold"),
+        (f" {Y_NAMES.get(options.y_mode, options.y_mode)}  ", ""),
+        ("x", "bold"),
+        (f" {options.x_kind}  ", ""),
+        ("←/→", "bold"),
+        (" cursor  ", "dim"),
+        ("/", "bold"),
+        (" metric", "dim"),
     ]
     if pages > 1:
-        parts.append((f" · m panels {options.page % pages + 1}/{pages}", "dim"))
+        parts += [("  m", "bold"), (f" panels {options.page % pages + 1}/{pages}", "dim")]
     return text_row(parts, width)
 
 
@@ -355,9 +365,10 @@ def readout_row(runs: Sequence[ShownRun], options: ChartOptions, width: int) -> 
 
 
 def chart_rows(
-    runs: Sequence[ShownRun], options: ChartOptions, width: int, height: int
+    runs: Sequence[ShownRun], options: ChartOptions, width: int, height: int, keys: bool = True
 ) -> list[Row]:
-    """The whole view, `height` rows of at most `width` cells."""
+    """The whole view, `height` rows of at most `width` cells; `keys`: the keys that
+    change it are named (the app), or not (`rgpu-tui chart`: no cursor row either)."""
     if not runs:
         return [
             text_row(
@@ -369,13 +380,13 @@ def chart_rows(
     if note is not None:
         kind = "epoch"
     names = panel_metrics(runs, options)
-    body_h = max(height - 3, 1)
+    body_h = max(height - (3 if keys or options.cursor is not None else 2), 1)
     cols, rows_n = grid(width, body_h)
     per_page = cols * rows_n
     pages = max(1, math.ceil(len(names) / per_page))
     page = options.page % pages
     shown = names[page * per_page : (page + 1) * per_page]
-    out = [status_row(runs, options, pages, width), legend_row(runs, width)]
+    out = [status_row(runs, options, pages, width, keys), legend_row(runs, width)]
     if note is not None:
         out[1] = text_row([(note, "yellow")], width)
     problems = [f"{r.label}: {printable(r.chart.problem)}" for r in runs if r.chart.problem]
@@ -397,13 +408,17 @@ def chart_rows(
                 start = j * (panel_w + gap)
                 text = text.ljust(start) + plain
                 spans += [(start + a, start + b, s) for a, b, s in pspans]
-            text = text[:width].rstrip()
+            styled = max((b for _a, b, _s in spans), default=0)  # a styled space stays
+            text = text[:width]
+            text = text[: max(len(text.rstrip()), min(styled, len(text)))]
             n = len(text)
             out.append((text, tuple((a, min(b, n), s) for a, b, s in spans if a < n)))
-    while len(out) < height - 1:
+    last = height - 1 if keys or options.cursor is not None else height
+    while len(out) < last:
         out.append(("", ()))
-    out = out[: height - 1]
-    out.append(readout_row(runs, options, width))
+    out = out[:last]
+    if last < height:
+        out.append(readout_row(runs, options, width))
     return out
 
 

@@ -95,14 +95,15 @@ class CompareScreen(ReportScreen):
     updated while open."""
 
     BINDINGS = [Binding("t", "dismiss", "Close")]
-    DEFAULT_CSS = """
-    CompareScreen > VerticalScroll { width: 100%; max-width: 120; }
-    """
 
     def __init__(self, runs, width: int = 100) -> None:
         self._width = width
         self._key = self._key_of(runs)
         super().__init__("compare", compare_body(runs, width))
+
+    def on_mount(self) -> None:
+        box = self.query_one(VerticalScroll)
+        box.styles.width = min(self._width + 4, 124)  # wider than a report: one column a run
 
     @staticmethod
     def _key_of(runs) -> tuple:

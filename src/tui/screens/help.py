@@ -13,7 +13,7 @@ HELP = """\
   ↑/↓  j/k   move in the runs list
   enter      show the highlighted run
   m          next page of metrics (in the charts: the next panels)
-  v          charts: every metric on axes, marks, runs overlaid (v: back)
+  v          charts: every metric on axes, runs overlaid; v: back
   space      mark the highlighted run to compare (up to 6, ◉ its colour)
   t          compare the marked runs: best, time, cost, what differs
   e          charts: smoothing off / 0.6 / 0.9 (raw line faint behind)

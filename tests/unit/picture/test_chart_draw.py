@@ -128,8 +128,13 @@ def test_tick_labels_are_compact() -> None:
     assert fmt_tick(0.0, 0.5) == "0"
 
 
-def test_the_cursor_column_is_reversed_without_nesting_spans() -> None:
+def test_the_cursor_is_a_column_without_nesting_spans() -> None:
     rows = panel([float(e) for e in range(1, 21)], width=30, height=8, cursor=10.0)
     check_shape(rows, 30, 8)
-    assert any("reverse" in s for r in rows[1:-2] for _a, _b, s in r[1])
-    assert "┴" in rows[-2][0]
+    label_w = rows[-2][0].index("└") + 1
+    w = 30 - label_w
+    at = label_w + (x_to_dot(10.0, XAxis(1, 20), 2 * w) >> 1)
+    column = [(r[0][at], [st for a, b, st in r[1] if a <= at < b]) for r in rows[1:-2]]
+    assert sum(ch == "│" for ch, _st in column) >= 3  # a thin line through empty cells
+    assert any(ch in DOTS and "reverse" in st[0] for ch, st in column)  # the curve's cell
+    assert rows[-2][0][at] == "┴"
