@@ -84,10 +84,10 @@ def _shown(args, settings, metrics=()):
     request = ChartRequest(tuple(args.run_dirs), tuple(metrics), defaults=not metrics)
     got = charts_once(args.run_dirs, request, settings, time.time())
     keys = [chart.run_dir for _info, chart in got]
-    colours = run_colours(keys)
     labels = [run_label(chart.run_dir) for _i, chart in got]
     if len(set(labels)) < len(labels):  # two runs of the same name: their paths
         labels = [chart.run_dir for _i, chart in got]
+    colours = run_colours(keys, labels)
     return [
         ShownRun(
             key=chart.run_dir,

@@ -226,7 +226,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
         title = f"runs ({len(snap.runs)})"
         if runs.border_title != title:  # setting it repaints the whole list
             runs.border_title = title
-        runs.show_runs(snap.runs, sel_dir, snap.deep_dirs_skipped, run_colours(self.marks))
+        runs.show_runs(snap.runs, sel_dir, snap.deep_dirs_skipped, self.colours(self.marks))
         self.gpu_pane.show(snap.gpus, snap.system, snap.runs)
         self.cost_strip.show(snap.cost)
         if self.idle_banner.show(snap.cost):
@@ -262,7 +262,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
         snap = self.snapshot
         if snap is not None:
             self.runs_list.show_runs(
-                snap.runs, self.selected, snap.deep_dirs_skipped, run_colours(self.marks)
+                snap.runs, self.selected, snap.deep_dirs_skipped, self.colours(self.marks)
             )
 
     # -- the charts (actions.charts) -----------------------------------------------
@@ -280,12 +280,21 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
             self._chart_request = request
             self.request_refresh()
 
+    def colours(self, run_dirs: list[str]) -> dict[str, str]:
+        """Each run's chart colour, by its name under the root (the same in any root)."""
+        snap = self.snapshot
+        names = []
+        for run_dir in run_dirs:
+            info = snap.run(run_dir) if snap is not None else None
+            names.append(info.name if info is not None else run_dir)
+        return run_colours(run_dirs, names)
+
     def shown_runs(self) -> list[ShownRun]:
         snap = self.snapshot
         if snap is None:
             return []
         keys = self.chart_keys()
-        colours = run_colours(keys)
+        colours = self.colours(keys)
         price = snap.cost.price_per_hour if snap.cost is not None else None
         out = []
         for key in keys:

@@ -71,14 +71,16 @@ def _fnv(text: str) -> int:
     return h
 
 
-def run_colours(keys: Sequence[str]) -> dict[str, str]:
-    """A colour per key: its hash's, or the next free one when two runs would share."""
+def run_colours(keys: Sequence[str], names: Sequence[str] | None = None) -> dict[str, str]:
+    """A colour per key: the hash of its name (the key itself without names: give the
+    run's name under its root, so the colour does not depend on where the root is) picks
+    it, or the next free one when two runs would share."""
     taken: set[int] = set()
     out = {}
-    for key in keys:
-        want = _fnv(key) % len(COLOURS)
-        for i in range(len(COLOURS)):
-            c = (want + i) % len(COLOURS)
+    for i, key in enumerate(keys):
+        want = _fnv(names[i] if names is not None else key) % len(COLOURS)
+        for j in range(len(COLOURS)):
+            c = (want + j) % len(COLOURS)
             if c not in taken or len(taken) >= len(COLOURS):
                 taken.add(c)
                 out[key] = COLOURS[c]

@@ -62,9 +62,18 @@ class FleetCharts:
             cmd = {"cmd": "chart", **(request.to_json() if request else {"runs": []})}
             self.send_command(host, cmd, "chart")
 
+    def pair_colours(self, pairs: list[tuple[str, str]]) -> dict[str, str]:
+        """mark_key -> colour, by host and run name (the same wherever the root is)."""
+        names = []
+        for host, run_dir in pairs:
+            view = self.views.get(host)
+            info = view.snapshot.run(run_dir) if view is not None and view.snapshot else None
+            names.append(f"{host}:{info.name if info is not None else run_dir}")
+        return run_colours([mark_key(h, r) for h, r in pairs], names)
+
     def host_marks(self, host: str) -> dict[str, str]:
         """run_dir -> colour of the runs marked on `host` (the runs list's dots)."""
-        colours = run_colours([mark_key(h, r) for h, r in self.marks])
+        colours = self.pair_colours(self.marks)
         return {r: colours[mark_key(h, r)] for h, r in self.marks if h == host}
 
     def chart_pairs(self) -> list[tuple[str, str]]:
@@ -79,7 +88,7 @@ class FleetCharts:
         """The ShownRuns of the marked runs (else the open host's run on screen), from each
         host's newest snapshot; a run whose chart has not come yet is left out."""
         pairs = self.chart_pairs()
-        colours = run_colours([mark_key(h, r) for h, r in pairs])
+        colours = self.pair_colours(pairs)
         out = []
         for host, run_dir in pairs:
             view = self.views.get(host)
