@@ -15,7 +15,6 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from support.training import Training
 
@@ -96,7 +95,9 @@ def test_the_chart_gains_a_point_each_epoch(terminals, home, trained_dataset, tm
     )
     assert proc.returncode == 0, proc.stderr
     [run] = json.loads(proc.stdout)["runs"]
-    rows = [json.loads(line) for line in (training.run_dir / "metrics.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (training.run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
     assert run["epochs"] == [r["epoch"] for r in rows]
     for name, series in run["metrics"].items():
         want = []
