@@ -159,3 +159,18 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
     assert proc.returncode == 2 and "at most 6 runs" in proc.stderr
     proc = rgpu(tmp_path, "chart", many[0], "--smooth", "1.5")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_fifos_in_place_of_the_run_files_never_block(tmp_path):
+    """metrics.jsonl and train_config.yaml as FIFOs with no writer: read without waiting
+    (core.base.safeio), said, and the command ends."""
+    run = copy_fixture(tmp_path / "run")
+    for name in ("metrics.jsonl", "train_config.yaml"):
+        (run / name).unlink()
+        os.mkfifo(run / name)
+    proc = rgpu(tmp_path, "compare", str(run), "--json")  # timeout=60 in rgpu: no hang
+    assert proc.returncode == 0, proc.stderr
+    [got] = json.loads(proc.stdout)["runs"]
+    assert "not a regular file" in got["config_problem"]
+    proc = rgpu(tmp_path, "chart", str(run), "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["runs"][0]["epochs"] == []
