@@ -163,3 +163,24 @@ async def test_the_view_redraws_only_on_a_new_epoch(runs_root):
         await pilot.pause()
         assert app.chart_view.draws == draws + 1
         assert "0.25 @ep31" in rendered(app.chart_view)
+
+
+async def test_metric_rows_say_which_number_is_which(runs_root):
+    """The numbers after a sparkline carry labels and epochs (issue 24); from 40 rows the
+    pane shows up to 8 metrics instead of 3."""
+    from rgpu_tui.tui.widgets.metrics import MetricsPane
+
+    app = make_app(runs_root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.pause()
+        rows = rendered(app.query_one(MetricsPane)).splitlines()
+        assert len(rows) == 6  # every metric of live_exp but the bookkeeping ones
+        assert rows[0].split()[0] == "train/loss"
+        assert rows[0].endswith("last 0.6667 @30  min 0.6667 @30  max 20 @1")
+    app = make_app(runs_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.pause()
+        rows = rendered(app.query_one(MetricsPane)).splitlines()
+        assert len(rows) == 3 and rows[1].rstrip().endswith("last 1.5 @30")
