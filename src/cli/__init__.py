@@ -2,10 +2,10 @@
 sub-commands in COMMANDS (the dispatch in main() and the --help text both read that table).
 
 Argument parsing and printing only; the work is done by core (and the app). One module per
-command group: app (the app, --help, --version), snapshot (snapshot, cost), push, pull, launch
-(launch, stop), resume, preflight, demo; beside them numbers (the numeric-flag validator), gpus (the
-GPU-source flags, --record-gpus), options (the runs root, the settings flags' errors) and
-output (what every command prints passes there).
+command group: app (the app, --help, --version), snapshot (snapshot, cost), chart (chart,
+compare), push, pull, launch (launch, stop), resume, preflight, demo; beside them numbers
+(the numeric-flag validator), gpus (the GPU-source flags, --record-gpus), options (the runs
+root, the settings flags' errors) and output (what every command prints passes there).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 
 from .agent import cmd_agent
 from .app import cmd_app
+from .chart import cmd_chart, cmd_compare
 from .demo import cmd_demo
 from .exporter import cmd_exporter
 from .fleet import cmd_fleet
@@ -30,6 +31,8 @@ from .watch import cmd_watch
 COMMANDS = {
     "snapshot": (cmd_snapshot, "print what the app shows, once (--json: the Snapshot)"),
     "cost": (cmd_cost, "what the machine has cost and will cost; stop or destroy it"),
+    "chart": (cmd_chart, "a run's metrics as line charts, several runs overlaid (--json)"),
+    "compare": (cmd_compare, "runs side by side: best, time, cost, hyperparameters that differ"),
     "push": (cmd_push, "push a run's checkpoint and small artifacts to the Hugging Face Hub"),
     "pull": (cmd_pull, "download a run's pushed weights and artifacts back, verified"),
     "launch": (cmd_launch, "start `libreyolo train KEY=VALUE...` detached, after doctor"),

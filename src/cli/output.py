@@ -68,8 +68,20 @@ class InertStream:
         except (OSError, ValueError, AttributeError):
             pass  # not a file descriptor (a test's capture): nothing is flushed at exit
 
+    @property
+    def underlying(self):
+        """The stream this one writes to."""
+        return self._stream
+
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
+
+
+def styled_stdout():
+    """The real stdout under the InertStream, for output that writes its own escape sequences
+    around text already made printable (the coloured charts); sys.stdout itself when it is
+    not wrapped."""
+    return getattr(sys.stdout, "underlying", sys.stdout)
 
 
 def run_guarded(command):

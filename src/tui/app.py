@@ -24,8 +24,11 @@ from ..core.base.config import Settings, config_file_for
 from ..core.hub.auto_push import AutoPusher
 from ..core.hub.push_queue import PushQueue
 from ..core.model.snapshot import Snapshot
+from ..core.picture.chart_layout import ShownRun, run_colours
+from ..core.picture.charts import ChartRequest, run_label
 from ..core.picture.collect import Collector
 from . import compat
+from .actions.charts import CHART_BINDINGS, ChartActions
 from .actions.push import PushActions
 from .actions.runs import RunActions
 from .app_rules import AppRules
@@ -39,6 +42,7 @@ from .widgets.cost import CostStrip, IdleBanner
 from .widgets.gpus import GpuPane
 from .widgets.push_bar import PushBar
 from .widgets.run_panes import compose_run_panes
+from .widgets.runs_list import RunsList
 
 # the notices of events (core.away.events); the others are "information"
 EVENT_SEVERITY = {
@@ -51,7 +55,7 @@ EVENT_SEVERITY = {
 }
 
 
-class RgpuApp(AppRules, PushActions, RunActions, App[int]):
+class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "rgpu-tui"
     BINDINGS = [
@@ -66,6 +70,7 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         Binding("r", "resume", "Resume", show=False),
         Binding("g", "preflight", "GPU check"),
         Binding("a", "autostop", "Autostop", show=False),
+        *CHART_BINDINGS,
     ]
 
     def __init__(
@@ -109,6 +114,8 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         # (its own pushes the app reports itself, so no push_failed here)
         self.events = EventEngine(self.settings, first_look=False, pushes=False)
         self.selected: str | None = os.path.abspath(root)  # a run dir given as root
+        self.marks: list[str] = []  # runs marked to compare (space), in marking order
+        self._chart_request: ChartRequest | None = None  # what the next refresh builds
         self.no_autostop = no_autostop
         self.snapshot: Snapshot | None = None
         self.refresh_error: str | None = None
@@ -163,7 +170,9 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         selected = self.selected
         try:
             with self._lock:
-                snap = self.collector.refresh(now=self.clock(), selected=selected)
+                snap = self.collector.refresh(
+                    now=self.clock(), selected=selected, charts=self._chart_request
+                )
         except Exception as exc:  # a reader bug must not take the UI down
             self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
             return
@@ -209,11 +218,16 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         sel_dir = snap.selected.run_dir if snap.selected else None
         if self.selected not in {r.run_dir for r in snap.runs}:
             self.selected = sel_dir
+            self.charts_changed()
+        there = {r.run_dir for r in snap.runs}
+        if any(m not in there for m in self.marks):  # a marked run is gone
+            self.marks = [m for m in self.marks if m in there]
+            self.charts_changed()
         runs = self.runs_list
         title = f"runs ({len(snap.runs)})"
         if runs.border_title != title:  # setting it repaints the whole list
             runs.border_title = title
-        runs.show_runs(snap.runs, sel_dir, snap.deep_dirs_skipped)
+        runs.show_runs(snap.runs, sel_dir, snap.deep_dirs_skipped, self.colours(self.marks))
         self.gpu_pane.show(snap.gpus, snap.system, snap.runs)
         self.cost_strip.show(snap.cost)
         if self.idle_banner.show(snap.cost, snap.gpus):
@@ -232,6 +246,7 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         )
         self.metrics_pane.show(snap.selected.metrics if snap.selected else None)
         self.log_pane.show(snap.selected.log if snap.selected else None)
+        self.show_charts()
 
     # -- actions -----------------------------------------------------------
 
@@ -239,7 +254,59 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         run_dir = event.option.id
         if run_dir and run_dir != self.selected:
             self.selected = run_dir
+            self.charts_changed()  # without marks, the charts follow the selected run
             self.request_refresh()
+
+    def on_runs_list_marked(self, event: RunsList.Marked) -> None:
+        why = self.toggle_mark(event.run_dir, self.marks)
+        if why:
+            self.notify(why, severity="warning", timeout=6)
+        snap = self.snapshot
+        if snap is not None:
+            self.runs_list.show_runs(
+                snap.runs, self.selected, snap.deep_dirs_skipped, self.colours(self.marks)
+            )
+
+    # -- the charts (actions.charts) -----------------------------------------------
+
+    def chart_keys(self) -> list[str]:
+        """The runs the charts show: the marked ones, else the selected one."""
+        return list(self.marks) or ([self.selected] if self.selected else [])
+
+    def charts_changed(self) -> None:
+        """What the charts ask for changed: the next refresh builds it, now."""
+        request = None
+        if self.charts_wanted():
+            request = ChartRequest.of(self.chart_keys(), self.chart_metrics())
+        if request != self._chart_request:
+            self._chart_request = request
+            self.request_refresh()
+
+    def colours(self, run_dirs: list[str]) -> dict[str, str]:
+        """Each run's chart colour, by its name under the root (the same in any root)."""
+        snap = self.snapshot
+        names = []
+        for run_dir in run_dirs:
+            info = snap.run(run_dir) if snap is not None else None
+            names.append(info.name if info is not None else run_dir)
+        return run_colours(run_dirs, names)
+
+    def shown_runs(self) -> list[ShownRun]:
+        snap = self.snapshot
+        if snap is None:
+            return []
+        keys = self.chart_keys()
+        colours = self.colours(keys)
+        price = snap.cost.price_per_hour if snap.cost is not None else None
+        out = []
+        for key in keys:
+            chart = snap.chart(key)
+            if chart is None:
+                continue
+            info = snap.run(key)
+            label = run_label(key, info.name if info else None)
+            out.append(ShownRun(key, label, chart, info, price, colours[key]))
+        return out
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -252,4 +319,7 @@ class RgpuApp(AppRules, PushActions, RunActions, App[int]):
         self.notify(self.autostop_line.toggle(), title="autostop", timeout=10)
 
     def action_metrics_page(self) -> None:
-        self.metrics_pane.next_page()
+        if self.charts_open:
+            self.chart_page()
+        else:
+            self.metrics_pane.next_page()

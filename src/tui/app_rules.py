@@ -14,6 +14,7 @@ from .commands import KeysProvider
 
 WIDE_COLUMNS = 140  # from here the panes sit side by side ("-wide")
 SHORT_ROWS = 32  # below this the metrics pane drops its border ("-short")
+TALL_ROWS = 40  # from here the metrics pane grows to its TALL_ROWS metrics ("-tall")
 
 
 class AppRules:
@@ -73,3 +74,4 @@ class AppRules:
     def _set_layout(self, size) -> None:
         self.set_class(size.width >= WIDE_COLUMNS, "-wide")
         self.set_class(size.height < SHORT_ROWS, "-short")
+        self.set_class(size.height >= TALL_ROWS, "-tall")

@@ -549,3 +549,72 @@ async def test_a_hosts_autostop_plan_in_the_table_and_its_view(runs_root, machin
         line = rendered(app.screen.autostop_line)
         assert line == "autostop in 4m30s: all weights on the Hub (on h2)"
         assert app.screen.autostop_line.display
+
+
+def record_charts(root: Path, now: float, runs: list[str], **kw) -> dict:
+    """A snapshot document carrying the charts of `runs`, as the agent sends it after a
+    chart command (the real Collector, to JSON)."""
+    from rgpu_tui.core.picture.charts import ChartRequest
+
+    collector = Collector(str(root), log_keep=50, **kw)
+    try:
+        snap = collector.refresh(now, None, charts=ChartRequest.of(runs))
+    finally:
+        collector.close()
+    return json.loads(json.dumps(snapshot_to_json(dataclasses.replace(snap, selected=None))))
+
+
+def charts_sent(link) -> list[list[str]]:
+    return [c["runs"] for c in link.sent if c["cmd"] == "chart"]
+
+
+async def test_charts_of_runs_marked_on_two_hosts_are_overlaid(runs_root, machines):
+    """`v` in a host's view asks its agent for the run's charts; runs marked (space) on
+    h1 and on h2 are drawn together; leaving the view asks every agent for none."""
+    app = fleet_app(runs_root, machines)
+    async with app.run_test(size=(120, 40)) as pilot:
+        bring_up(app, runs_root, machines)
+        await wait_for(pilot, lambda: "Connection refused" in table_text(app))
+        h1, h2 = app.fleet["h1"], app.fleet["h2"]
+        live = str(runs_root.root / "live_exp")
+        done = str(machines["h2"][0] / "done")
+        await pilot.press("enter")  # h1
+        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await pilot.press("v")
+        await wait_for(pilot, lambda: charts_sent(h1) == [[live]])
+        assert charts_sent(h2) == []  # no chart asked of a host with nothing to draw
+        h1.update(
+            snapshot=record_charts(runs_root.root, runs_root.now, [live], **machines["h1"][1])
+        )
+        await wait_for(pilot, lambda: app.screen.chart_view.runs)
+        text = rendered(app.screen.chart_view)
+        assert "box_loss" in text and "┤" in text
+        await pilot.press("space")  # mark h1's live_exp
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HostScreen))
+        assert charts_sent(h1)[-1] == []  # the view closed: none
+        await pilot.press("j", "enter")  # h2
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, HostScreen) and app.screen.host == "h2"
+        )
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.runs_list.option_count == 2)
+        await pilot.press("j", "space")  # mark h2's done
+        await pilot.press("v")
+        await wait_for(pilot, lambda: charts_sent(h2) and charts_sent(h2)[-1] == [done])
+        await wait_for(pilot, lambda: charts_sent(h1)[-1] == [live])
+        h1.update(
+            snapshot=record_charts(runs_root.root, runs_root.now, [live], **machines["h1"][1])
+        )
+        h2.update(snapshot=record_charts(machines["h2"][0], runs_root.now, [done], fake_gpus=1))
+        await wait_for(pilot, lambda: len(screen.chart_view.runs) == 2)
+        text = rendered(screen.chart_view)
+        assert "━━ h1:live_exp" in text and "━━ h2:done" in text
+        await pilot.press("t")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen")
+        body = rendered(app.screen.query_one("#body"))
+        assert "h1:live_exp" in body and "h2:done" in body
+        assert "$1.25" in body  # 30 epochs x 60 s at h1's $2.50/h
+        await pilot.press("t", "escape")
+        await wait_for(pilot, lambda: app.host_screen is None)
+        assert charts_sent(h1)[-1] == [] and charts_sent(h2)[-1] == []

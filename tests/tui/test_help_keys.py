@@ -50,10 +50,14 @@ def _all_bound() -> set[str]:
 
 
 def _key_column_words(keys_section: str) -> set[str]:
-    """`  p / P      push ...` -> {p, P}: the key column ends at the first run of 3 spaces."""
+    """`  p / P      push ...` -> {p, P}: the key column ends at the first run of 3 spaces;
+    a column that is `/` alone is the key `/`."""
     words: set[str] = set()
     for line in keys_section.splitlines():
         column = re.split(r"\s{3,}", line.strip(), maxsplit=1)[0]
+        if column == "/":
+            words.add("/")
+            continue
         words |= {w for w in re.split(r"[\s/]+", column) if w}
     return words
 
@@ -81,7 +85,11 @@ async def test_every_key_of_the_app_is_on_the_help_screen(runs_root):
 def test_every_key_of_the_app_is_in_the_readme_keys_line():
     text = readme()
     paragraph = text.split("\nKeys: ", 1)[1].split("\n\n", 1)[0]
-    in_readme = {w for quoted in re.findall(r"`([^`]+)`", paragraph) for w in quoted.split("/")}
+    in_readme = {
+        w
+        for quoted in re.findall(r"`([^`]+)`", paragraph)
+        for w in (["/"] if quoted == "/" else quoted.split("/"))
+    }
     bound = {**_own_bindings(RgpuApp), **_own_bindings(RunsList)}
     missing = sorted(key for key, names in bound.items() if not names & in_readme)
     assert not missing, f"keys missing from README's Keys line: {missing}"

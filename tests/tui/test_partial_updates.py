@@ -44,11 +44,21 @@ def test_a_shorter_row_clears_its_old_tail() -> None:
     assert changed_span(key("updated 10s ago"), key("updated 9s ago"), 80) == (8, 15)
 
 
-def test_other_styles_or_wide_characters_repaint_the_whole_row() -> None:
+def test_wide_characters_repaint_the_whole_row() -> None:
+    assert changed_span(key("run 数据 1"), key("run 数据 2"), 50) == (0, 50)
+
+
+def test_other_styles_repaint_the_cells_they_style() -> None:
     a = key("RUN  yolo", (0, 3, "green"))
     b = key("RUN  yolo", (0, 3, "red"))
-    assert changed_span(a, b, 50) == (0, 50)
-    assert changed_span(key("run 数据 1"), key("run 数据 2"), 50) == (0, 50)
+    assert changed_span(a, b, 50) == (0, 3)
+    # a chart's curve that reaches two more cells: its span grows by those cells only
+    old = key("  │⠉⠒⠤      ", (3, 6, "cyan"))
+    new = key("  │⠉⠒⠤⣀⣀    ", (3, 8, "cyan"))
+    assert changed_span(old, new, 40) == (6, 8)
+    # the same text and spans split differently style the same cells: nothing to paint
+    split = key("abcd", (0, 2, "red"), (2, 4, "red"))
+    assert changed_span(split, key("abcd", (0, 4, "red")), 9) is None
 
 
 def test_changes_beyond_the_width_are_not_repainted() -> None:

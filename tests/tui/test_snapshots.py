@@ -49,3 +49,37 @@ def test_help_screen(snap_compare, runs_root):
         await pilot.pause()
 
     assert snap_compare(make_app(runs_root), terminal_size=(80, 24), run_before=open_help)
+
+
+async def _charts(pilot) -> None:
+    await _loaded(pilot)
+    await pilot.press("v")
+    await wait_for(pilot, lambda: pilot.app.chart_view.runs)
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_chart_view(snap_compare, runs_root, size):
+    """`v` on the running run: panels with axes, the best epoch marked; smoothing on and
+    the cursor two epochs back."""
+
+    async def charts(pilot):
+        await _charts(pilot)
+        await pilot.press("e", "left", "left")
+        await pilot.pause()
+
+    assert snap_compare(make_app(runs_root), terminal_size=size, run_before=charts)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_compare_table(snap_compare, runs_root, size):
+    """Two runs marked (space) and `t`."""
+
+    async def compare(pilot):
+        await _charts(pilot)
+        await pilot.press("space", "j", "space")
+        await wait_for(pilot, lambda: len(pilot.app.chart_view.runs) == 2)
+        await pilot.press("t")
+        await pilot.pause()
+
+    assert snap_compare(make_app(runs_root), terminal_size=size, run_before=compare)

@@ -62,9 +62,10 @@ def one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def refresh(collector, selected: str | None = None):
-    """(snapshot, None), or (None, "Type: message") when the refresh raised."""
+def refresh(collector, selected: str | None = None, **more):
+    """(snapshot, None), or (None, "Type: message") when the refresh raised. `more`: other
+    keywords of the collector's refresh (the agent's chart request), passed when given."""
     try:
-        return collector.refresh(now=time.time(), selected=selected), None
+        return collector.refresh(now=time.time(), selected=selected, **more), None
     except Exception as exc:  # a reader bug: the loop goes on
         return None, one_line(exc)

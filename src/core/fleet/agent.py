@@ -32,6 +32,12 @@ or a number, echoed in its result):
                                                         pushes the snapshot carries; null:
                                                         none (the start: `selected` and
                                                         `pushes` are null)
+    {"cmd": "chart", "runs": [RUN_DIR, ...],             whose charts the snapshot carries
+     "metrics": [NAME, ...], "defaults": true}          (`charts`, core.picture.charts: at
+                                                        most 6 runs and 16 metrics, then
+                                                        each run's default panels unless
+                                                        "defaults" is false; no runs:
+                                                        none, the start)
     {"cmd": "push", "run": RUN_DIR, "file": "best"}     core.hub's PushQueue (best, last,
                                                         epoch_N, artifacts, a path); "push"
                                                         in the result is its PushResult
@@ -66,7 +72,7 @@ HEARTBEAT_S = 10.0  # at most this long without a line
 MAX_COMMAND_BYTES = 64 * 1024
 PROGRESS_EVERY_S = 1.0  # a push's progress lines, at most one a second per push
 FINISH_WAIT_S = 600.0  # after stdin closed: the longest wait for a push or stop in flight
-COMMANDS = ("refresh", "select", "push", "stop", "resume")
+COMMANDS = ("refresh", "select", "chart", "push", "stop", "resume")
 GENERATED_AT = ["generated_at"]
 
 
@@ -156,6 +162,7 @@ class Agent:
         self._plan_resume_fn = plan_resume_fn
         self._start_resume_fn = start_resume_fn
         self.selected: str | None = None
+        self.charts = None  # a core.picture.charts.ChartRequest: the chart view's runs
         self.sent: dict | None = None  # the document the other end holds
         self.seq = -1
         self.sent_at = 0.0
@@ -187,7 +194,8 @@ class Agent:
         """One refresh, and the line it makes (the full snapshot, a delta, a heartbeat or
         nothing); then the answers to the refresh/select commands that waited for it."""
         wanted, self._wanted = self._wanted, []
-        snap, failure = headless.refresh(self.collector, self.selected)
+        more = {"charts": self.charts} if self.charts is not None else {}
+        snap, failure = headless.refresh(self.collector, self.selected, **more)
         if failure is not None:
             if failure != self._last_failure:
                 self.writer.send({"notice": f"refresh failed: {failure}"})
@@ -261,6 +269,7 @@ class Agent:
                 {
                     "refresh": self._cmd_refresh,
                     "select": self._cmd_select,
+                    "chart": self._cmd_chart,
                     "push": self._cmd_push,
                     "stop": self._cmd_stop,
                     "resume": self._cmd_resume,
@@ -287,6 +296,18 @@ class Agent:
     def _cmd_select(self, ident, cmd: dict) -> None:
         run = cmd.get("run")
         self.selected = None if run is None else self._run_dir(cmd)
+        self._wanted.append(ident)
+
+    def _cmd_chart(self, ident, cmd: dict) -> None:
+        from ..picture.charts import ChartRequest
+
+        try:
+            request = ChartRequest.from_json(
+                {k: cmd[k] for k in ("runs", "metrics", "defaults") if k in cmd}
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        self.charts = request if request.runs else None
         self._wanted.append(ident)
 
     def _cmd_push(self, ident, cmd: dict) -> None:

@@ -331,11 +331,11 @@ def snapshot_from_json(doc) -> Snapshot:
 
     schema = doc.get("schema_version")
     deep = doc.get("deep_dirs_skipped")
-    # any other part a Snapshot has (the autostop plan of a newer core), by its annotation
+    # any other part a Snapshot has (the autostop plan, the charts), by its annotation
     hints = _hints(Snapshot)
     more = {}
     for f in dataclasses.fields(Snapshot):
-        if f.name not in _READ_ABOVE and isinstance(doc.get(f.name), dict):
+        if f.name not in _READ_ABOVE and isinstance(doc.get(f.name), (dict, list)):
             try:
                 more[f.name] = _check(doc[f.name], hints[f.name])
             except _Bad:

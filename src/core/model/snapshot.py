@@ -85,6 +85,9 @@ class MetricColumn:
     best: float | None
     best_epoch: int | None
     values: tuple[float | None, ...]  # the newest <= SERIES_LEN values
+    last_epoch: int | None = None  # the epochs of last, min and max
+    min_epoch: int | None = None
+    max_epoch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -298,6 +301,8 @@ class Snapshot:
     schema_version: int = SCHEMA_VERSION
     deep_dirs_skipped: int = 0  # directories below discovery.MAX_DEPTH, not searched
     autostop: AutostopPlan | None = None  # None: no live watcher plans autostop here
+    # the runs the chart view asked for (core.picture.charts.ChartRequest); () when none
+    charts: tuple[RunChart, ...] = ()
 
     def run(self, run_dir: str | None) -> RunInfo | None:
         for r in self.runs:
@@ -308,3 +313,58 @@ class Snapshot:
     @property
     def selected_run(self) -> RunInfo | None:
         return self.run(self.selected.run_dir) if self.selected else None
+
+    def chart(self, run_dir: str | None) -> RunChart | None:
+        for c in self.charts:
+            if c.run_dir == run_dir:
+                return c
+        return None
+
+
+@dataclass(frozen=True)
+class ChartSeries:
+    """One metric of a run, honest (core.run.series): one value per RunChart.epochs, None
+    where the run gave no usable value (a -1 placeholder, null, NaN, an epoch that did
+    not validate)."""
+
+    name: str
+    values: tuple[float | None, ...]
+
+
+@dataclass(frozen=True)
+class RunChart:
+    """What the chart view and `rgpu-tui chart` draw of one run (core.picture.charts): its
+    epochs (after a resume a repeated epoch keeps its last row; more than
+    core.run.series.MAX_POINTS rows keep one in `stride`, and the last), the requested
+    metrics, and the marks: resume points, diverged epochs, saved epoch_N.pt, the best
+    epoch and whether its best.pt is on the Hub by the push records."""
+
+    run_dir: str
+    epochs: tuple[int, ...] = ()
+    # training seconds spent up to each epoch, every attempt (the rows' `time`); () when
+    # no row gives a time
+    spent_seconds: tuple[float, ...] = ()
+    series: tuple[ChartSeries, ...] = ()
+    columns: tuple[str, ...] = ()  # every numeric column of the run (the picker lists them)
+    resumes: tuple[int, ...] = ()  # the first epoch of each attempt after the first
+    diverged: tuple[int, ...] = ()  # epochs whose loss was null or not finite
+    saved: tuple[int, ...] = ()  # epochs with a weights/epoch_N.pt
+    best_epoch: int | None = None
+    best_metric: float | None = None
+    best_metric_name: str | None = None
+    # best.pt on the Hub: True pushed and unchanged since, False not pushed or changed
+    # since, None no best.pt
+    best_pushed: bool | None = None
+    family: str | None = None  # status.json's model_family: the default panels
+    rows: int = 0  # epochs kept before one in `stride` was taken
+    stride: int = 1
+    time_total: float | None = None  # seconds, every row's `time`, every attempt
+    config: tuple[tuple[str, str], ...] = ()  # train_config.yaml, flattened, as text
+    config_problem: str | None = None
+    problem: str | None = None  # why there is nothing to draw
+
+    def metric(self, name: str) -> ChartSeries | None:
+        for s in self.series:
+            if s.name == name:
+                return s
+        return None

@@ -21,6 +21,7 @@ from ..machine.gpu_replay import GpuRecording
 from ..machine.system import SystemMonitor
 from ..model.snapshot import GpuView, RunInfo, Snapshot
 from ..records.autostop_files import AutostopFiles, PlanReader
+from .charts import ChartBuilder, ChartRequest
 from .cost import CostTracker, cost_once
 from .watch import RunsWatcher
 
@@ -61,8 +62,13 @@ class Collector:
         self.cost = CostTracker(self.settings)
         # what the root's `rgpu-tui watch` plans for autostop (read, never acted on here)
         self.autostop = PlanReader(AutostopFiles.for_root(self.runs.root))
+        self.charts = ChartBuilder(self.settings)
 
-    def refresh(self, now: float, selected: str | None = None) -> Snapshot:
+    def refresh(
+        self, now: float, selected: str | None = None, charts: ChartRequest | None = None
+    ) -> Snapshot:
+        """`charts`: the runs (and metrics) whose RunCharts the Snapshot carries; None:
+        none (the chart view is closed)."""
         snap = self.runs.refresh(now, selected)
         system = self.system.sample(now, snap.runs)
         gpus = self.gpus.sample(now, snap.runs, system.cpu_percent)
@@ -74,7 +80,8 @@ class Collector:
         if gpus.idle and cost.idle_now_seconds is not None:
             gpus = replace(gpus, idle_seconds=cost.idle_now_seconds)
         autostop = self.autostop.read()
-        return replace(snap, gpus=gpus, system=system, cost=cost, autostop=autostop)
+        built = self.charts.build(charts, self.runs, snap.runs, now)
+        return replace(snap, gpus=gpus, system=system, cost=cost, autostop=autostop, charts=built)
 
     def close(self) -> None:
         self.gpus.close()

@@ -10,7 +10,15 @@ import math
 from dataclasses import asdict
 
 from ..base.formatting import iso
-from ..model.snapshot import AutostopPlan, CostView, GpuView, RunInfo, Snapshot, SystemView
+from ..model.snapshot import (
+    AutostopPlan,
+    CostView,
+    GpuView,
+    RunChart,
+    RunInfo,
+    Snapshot,
+    SystemView,
+)
 from ..run.checkpoints import checkpoint_to_json
 
 LOG_TAIL_LEN = 50
@@ -113,6 +121,9 @@ def snapshot_to_json(s: Snapshot) -> dict:
                         "max": c.max,
                         "best": c.best,
                         "best_epoch": c.best_epoch,
+                        "last_epoch": c.last_epoch,
+                        "min_epoch": c.min_epoch,
+                        "max_epoch": c.max_epoch,
                     }
                     for c in m.series
                 },
@@ -147,8 +158,17 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "cost": cost_to_json(s.cost) if s.cost is not None else None,
             "pushes": pushes,
             "autostop": autostop_to_json(s.autostop) if s.autostop is not None else None,
+            "charts": [chart_to_json(c) for c in s.charts],
         }
     )
+
+
+def chart_to_json(c: RunChart) -> dict:
+    """A RunChart as the chart view gets it (core.fleet.snapshot_from_json reads it back):
+    every field by name; `series` a list of {"name", "values"}; `config` [key, text] pairs."""
+    out = asdict(c)
+    out["config"] = [list(pair) for pair in c.config]
+    return _clean(out)
 
 
 def autostop_to_json(a: AutostopPlan) -> dict:

@@ -306,6 +306,9 @@ class RunWatcher:
                 best=stats[name].best if name in stats else None,
                 best_epoch=stats[name].best_epoch if name in stats else None,
                 values=m.series(name, SERIES_LEN),
+                last_epoch=stats[name].last_epoch if name in stats else None,
+                min_epoch=stats[name].min_epoch if name in stats else None,
+                max_epoch=stats[name].max_epoch if name in stats else None,
             )
             for name in m.numeric_columns()
         )

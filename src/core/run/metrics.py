@@ -10,6 +10,12 @@ appear again: the later row wins (every row from that epoch on is dropped).
 Numeric columns are kept as compact arrays (8 bytes a value) so that last, min,
 max and best stay exact over the whole run, even after a resume.
 
+For the charts (core.run.series) the reader also keeps, per kept row, the training time
+spent up to it over every attempt (the sum of the rows' `time` fields, rows dropped by a
+resume included) and two flags (the row says it did not validate; a loss in it is
+null or not finite: diverged), and the epochs where an attempt began again
+(`resume_points`, by `new_attempt`).
+
 Values are untrusted: a NaN, an Infinity or an integer too large for a float is kept
 as a gap, skipped by the stats and counted per column (`non_finite`), so one infinite
 mAP cannot hide the real best; an epoch out of range (negative, 1e30, 400 digits)
@@ -27,12 +33,22 @@ from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from ..base.values import EPOCHS, METRIC, checked, int_or_none, num, parse_json
+from ..base.values import DURATIONS, EPOCHS, METRIC, checked, int_or_none, num, parse_json
 from .tail import IncrementalFile, LineSplitter
 
 MAX_METRICS_LINE = 1024 * 1024  # a real row is ~1.5 KB; longer lines are malformed
 READ_BATCH = 4 * 1024 * 1024
 NAN = float("nan")
+MAX_RESUME_POINTS = 1000  # a file resumed more often keeps the newest
+UNVALIDATED = 1  # row flags (MetricsReader.row_flags)
+DIVERGED = 2
+
+
+def new_attempt(previous_epoch: int | None, epoch: int) -> bool:
+    """A row whose epoch is not greater than the previous row's begins a new attempt (a
+    resume from an earlier checkpoint writes its epochs again). The rows alone see no
+    resume that continues where the last attempt stopped."""
+    return previous_epoch is not None and epoch <= previous_epoch
 
 
 def metric_direction(name: str) -> str | None:
@@ -101,6 +117,9 @@ class ColumnStats:
     max: float | None
     best: float | None
     best_epoch: int | None
+    last_epoch: int | None = None
+    min_epoch: int | None = None  # the first epoch of the minimum
+    max_epoch: int | None = None  # the last epoch of the maximum
 
 
 def _coerce_csv(value: str):
@@ -146,6 +165,12 @@ class MetricsReader:
         self.non_finite: dict[str, int] = {}  # column -> NaN/Infinity/too-large values seen
         self.odd_epochs = 0  # rows whose epoch was out of range
         self.checkpoint_rows = CheckpointRows()
+        # per kept row: training seconds spent up to it (every attempt), and its flags
+        self._spent = array("d")
+        self._flags = array("B")
+        self.time_total = 0.0  # the `time` of every row read, dropped ones included
+        self.time_rows = 0  # rows with a usable `time`
+        self.resume_points: list[int] = []  # first epoch of each attempt after the first
 
     # -- reading -----------------------------------------------------------
 
@@ -240,15 +265,26 @@ class MetricsReader:
         if epoch is None:
             epoch = (self._epochs[-1] + 1) if self._epochs else 1
         n = len(self._epochs)
-        if n and epoch <= self._epochs[-1]:
+        if new_attempt(self._epochs[-1] if n else None, epoch):
             # a resumed run writes this epoch again: the later row wins
             keep = bisect_left(self._epochs, epoch)
             del self._epochs[keep:]
             for values in self._values.values():
                 del values[keep:]
+            del self._spent[keep:]
+            del self._flags[keep:]
             n = keep
             self._stats_dirty = True
+            points = [p for p in self.resume_points if p < epoch]  # now overwritten
+            points.append(epoch)
+            self.resume_points = points[-MAX_RESUME_POINTS:]
         self._epochs.append(epoch)
+        took = checked(row.get("time"), DURATIONS)[0]
+        if took is not None:
+            self.time_total += took
+            self.time_rows += 1
+        self._spent.append(self.time_total)
+        flags = UNVALIDATED if row.get("validated") is False else 0
         appended = 0
         for key, value in row.items():
             if key not in self._seen:
@@ -260,15 +296,19 @@ class MetricsReader:
             elif kind is int:
                 num = float(value) if value in METRIC else NAN
             else:
+                if value is None and "loss" in key:  # libreyolo writes a NaN loss as null
+                    flags |= DIVERGED
                 continue  # bools, strings, None: not a curve
             if not math.isfinite(num):  # NaN, Infinity, 400 digits: a gap, never a stat
                 if key != "epoch":  # an odd epoch is counted as such
                     self.non_finite[key] = self.non_finite.get(key, 0) + 1
+                if "loss" in key:
+                    flags |= DIVERGED
                 num = NAN
             values = self._values.get(key)
             if values is None:
                 values = self._values[key] = array("d", [NAN]) * n
-                self._running[key] = [None, None, None, None, None, metric_direction(key)]
+                self._running[key] = _new_running(key)
             values.append(num)
             appended += 1
             if num == num and not self._stats_dirty:
@@ -277,6 +317,7 @@ class MetricsReader:
             for values in self._values.values():
                 if len(values) < n + 1:
                     values.append(NAN)
+        self._flags.append(flags)
         self._last_row = row
         self._stats = None
         self.checkpoint_rows.add(row)
@@ -294,6 +335,24 @@ class MetricsReader:
     @property
     def last_epoch(self) -> int | None:
         return self._epochs[-1] if self._epochs else None
+
+    def epochs(self) -> array:
+        """The epoch of each kept row, ascending (a copy)."""
+        return array("q", self._epochs)
+
+    def column(self, name: str) -> array | None:
+        """The values of a numeric column, one per kept row, NaN where the row had none
+        or had a null or non-finite one (the array itself: read, do not change)."""
+        return self._values.get(name)
+
+    def spent(self) -> array:
+        """Training seconds spent up to each kept row, over every attempt (the array
+        itself: read, do not change)."""
+        return self._spent
+
+    def row_flags(self) -> array:
+        """UNVALIDATED | DIVERGED per kept row (the array itself: read, do not change)."""
+        return self._flags
 
     def value_problem(self) -> str | None:
         """One phrase about the odd values skipped so far, None when there were none:
@@ -323,7 +382,7 @@ class MetricsReader:
         if self._stats_dirty:
             # rows were dropped by a resume: recompute once from the arrays
             for name, values in self._values.items():
-                running = [None, None, None, None, None, metric_direction(name)]
+                running = _new_running(name)
                 for v, epoch in zip(values, self._epochs, strict=True):
                     if v == v:
                         _update_running(running, v, epoch)
@@ -332,7 +391,16 @@ class MetricsReader:
             self._stats = None
         if self._stats is None:
             self._stats = {
-                name: ColumnStats(last=r[0], min=r[1], max=r[2], best=r[3], best_epoch=r[4])
+                name: ColumnStats(
+                    last=r[0],
+                    min=r[1],
+                    max=r[2],
+                    best=r[3],
+                    best_epoch=r[4],
+                    last_epoch=r[6],
+                    min_epoch=r[7],
+                    max_epoch=r[8],
+                )
                 for name, r in self._running.items()
             }
         return self._stats
@@ -341,13 +409,18 @@ class MetricsReader:
 _HEADER = object()
 
 
+def _new_running(name: str) -> list:
+    """[last, min, max, best, best_epoch, direction, last_epoch, min_epoch, max_epoch]"""
+    return [None, None, None, None, None, metric_direction(name), None, None, None]
+
+
 def _update_running(r: list, v: float, epoch: int) -> None:
-    """Fold a finite value `v` at `epoch` into r = [last, min, max, best, best_epoch, dir]."""
-    r[0] = v
+    """Fold a finite value `v` at `epoch` into r (see _new_running)."""
+    r[0], r[6] = v, epoch
     if r[1] is None or v < r[1]:
-        r[1] = v
+        r[1], r[7] = v, epoch
     if r[2] is None or v >= r[2]:
-        r[2] = v
+        r[2], r[8] = v, epoch
     direction = r[5]
     if direction == "min":
         if r[3] is None or v < r[3]:

@@ -26,6 +26,7 @@ from ...core.fleet.snapshot_from_json import SnapshotJsonError, snapshot_from_js
 from .. import compat
 from ..app_rules import AppRules
 from ..screens.dialogs import ReportScreen
+from .charts import FleetCharts
 from .host_screen import HostScreen
 from .messages import HostChanged, HostView
 from .remote import FleetCommands
@@ -44,7 +45,11 @@ HELP = """\
 
 [b]A host's full view[/b] (the app's panes, fed by that host's agent)
   ↑/↓ enter  show another run of that host
-  m          next page of metrics
+  m          next page of metrics (in the charts: the next panels)
+  v          charts of the run, or of the runs marked on every host
+  space      mark the highlighted run to compare (up to 6, any host)
+  t          compare the marked runs: best, time, cost, what differs
+  e y x      charts: smoothing, y-axis, x-axis; ←/→ epoch cursor; / a metric
   p / P      push best.pt / pick a file: the host pushes with its own token
   s          stop the selected run on the host
   r          resume a DEAD or FAILED run on the host
@@ -58,7 +63,7 @@ its link is tried again after 1 s, 2 s, 4 s ... up to 60 s.
 """
 
 
-class FleetApp(AppRules, FleetCommands, App[int]):
+class FleetApp(AppRules, FleetCommands, FleetCharts, App[int]):
     CSS_PATH = [str(APP_TCSS)]
     CSS = """
     #hosts-box { height: 1fr; }
@@ -91,6 +96,7 @@ class FleetApp(AppRules, FleetCommands, App[int]):
         self.host_screen: HostScreen | None = None
         self._pushes: dict[str, int] = {}
         self._stop_screen: ReportScreen | None = None
+        self.init_charts()
         if theme_name:
             if theme_name not in self.available_themes:
                 names = ", ".join(sorted(self.available_themes))
@@ -159,6 +165,9 @@ class FleetApp(AppRules, FleetCommands, App[int]):
         screen = self.host_screen
         if screen is not None and screen.host == view.name and screen.is_mounted:
             screen.show_host(view)
+        elif screen is not None and screen.is_mounted and screen.charts_wanted():
+            screen.show_charts()  # a run marked on this other host may be in its charts
+        self.sync_charts()  # after a reconnect its chart command goes again
 
     def _show_table(self) -> None:
         hosts = []
@@ -191,6 +200,7 @@ class FleetApp(AppRules, FleetCommands, App[int]):
             if self.host_screen is screen:
                 self.host_screen = None
                 self._show_table()  # what changed while the host's view was open
+                self.sync_charts()  # no view: no host carries charts
 
         self.push_screen(screen, closed)
 

@@ -9,6 +9,9 @@ when the screen closes, so the hosts table costs the link what it did). The keys
 p, P, s and r act on that machine through the agent (tui.fleet.remote); the
 confirm dialogs are the local app's. The local app's c, n, g and a each answer with a
 notice saying how to do that on the machine itself.
+confirm dialogs are the local app's. The chart view (`v`, tui.actions.charts) draws the
+charts the agents carry while it is open (tui.fleet.charts): the runs marked with space
+on any host, else this host's run on screen.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ...core.base.formatting import fmt_duration
 from ...core.base.text import printable
 from ...core.hub.push import PushRequest
 from ...core.model.snapshot import RunInfo, SelectedRun, Snapshot
+from ..actions.charts import CHART_BINDINGS, ChartActions
 from ..actions.push import PushActions
 from ..screens.dialogs import PickScreen
 from ..widgets.cost import CostStrip, IdleBanner
@@ -32,6 +36,7 @@ from ..widgets.gpus import GpuPane
 from ..widgets.lines import LinePane
 from ..widgets.push_bar import PushBar
 from ..widgets.run_panes import compose_run_panes
+from ..widgets.runs_list import RunsList
 from .messages import HostView
 from .remote import RemoteRunActions
 
@@ -165,7 +170,7 @@ class HostCostStrip(CostStrip):
         return rows
 
 
-class HostScreen(RemoteRunActions, PushActions, Screen):
+class HostScreen(RemoteRunActions, PushActions, ChartActions, Screen):
     BINDINGS = [
         Binding("escape", "back", "Hosts"),
         Binding("m", "metrics_page", "Metrics"),
@@ -178,6 +183,7 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         Binding("n", "not_here('launch')", "New run", show=False),
         Binding("g", "not_here('preflight')", "GPU check", show=False),
         Binding("a", "not_here('autostop')", "Autostop", show=False),
+        *CHART_BINDINGS,
     ]
 
     def __init__(self, host: str, view: HostView | None, *, clock, fast_log: bool) -> None:
@@ -234,12 +240,15 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         runs = snap.runs
         if self.wanted not in {r.run_dir for r in runs}:
             self.wanted = runs[0].run_dir if runs else None  # the newest, as the app does
+            self.charts_changed()
         self._select(view.state)
         sel = self.selected_run()
         title = f"runs ({len(runs)})"
         if self.runs_list.border_title != title:
             self.runs_list.border_title = title
-        self.runs_list.show_runs(runs, self.wanted, snap.deep_dirs_skipped)
+        self.runs_list.show_runs(
+            runs, self.wanted, snap.deep_dirs_skipped, self.app.host_marks(self.host)
+        )
         self.gpu_pane.show(snap.gpus, snap.system, runs)
         self.cost_strip.show(snap.cost)
         self.idle_banner.show(snap.cost, snap.gpus)
@@ -254,6 +263,7 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self.metrics_pane.show(sel.metrics if sel else None)
         self.log_pane.show(sel.log if sel else None)
         self._log_later()
+        self.show_charts()
 
     def tick(self) -> None:
         """The clock moved: "unreachable for" and the autostop countdown age."""
@@ -308,8 +318,25 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         run_dir = event.option.id
         if run_dir and run_dir != self.wanted:
             self.wanted = run_dir
+            self.charts_changed()
             if self.view is not None:
                 self.show_host(self.view)
+
+    def on_runs_list_marked(self, event: RunsList.Marked) -> None:
+        why = self.toggle_mark((self.host, event.run_dir), self.app.marks)
+        if why:
+            self.notify(why, severity="warning", timeout=6)
+        if self.view is not None:
+            self.show_host(self.view)
+
+    # -- the charts (actions.charts; the marks and the agents' charts: fleet.charts) --
+
+    def shown_runs(self):
+        return self.app.shown_runs_for()
+
+    def charts_changed(self) -> None:
+        if self.is_mounted:
+            self.app.sync_charts()
 
     # -- keys -------------------------------------------------------------------------
 
@@ -325,7 +352,10 @@ class HostScreen(RemoteRunActions, PushActions, Screen):
         self.dismiss()
 
     def action_metrics_page(self) -> None:
-        self.metrics_pane.next_page()
+        if self.charts_open:
+            self.chart_page()
+        else:
+            self.metrics_pane.next_page()
 
     def push_screen(self, screen, callback=None) -> None:
         """What the push dialogs (actions.push) call on the app."""

@@ -82,12 +82,12 @@ class FleetCommands:
 
     def send_command(self, host: str, cmd: dict, kind: str, context=None) -> None:
         """Send `cmd` to `host`'s agent; its result comes back as a CommandAnswered of
-        `kind` (progress lines as `kind`-progress). A select is not answered here: the
-        snapshot shows it, and it is sent again after a reconnect."""
+        `kind` (progress lines as `kind`-progress). A select or a chart is not answered
+        here: the snapshot shows it, and it is sent again after a reconnect."""
         link = self.link(host)
         if link is None:
             return
-        if kind == "select":
+        if kind in ("select", "chart"):
             link.send(cmd)
             return
 

@@ -12,7 +12,15 @@ HELP = """\
 [b]Keys[/b]
   ↑/↓  j/k   move in the runs list
   enter      show the highlighted run
-  m          next page of metrics
+  m          next page of metrics (in the charts: the next panels)
+  v          charts: every metric on axes, runs overlaid; v: back
+  space      mark the highlighted run to compare (up to 6, ◉ its colour)
+  t          compare the marked runs: best, time, cost, what differs
+  e          charts: smoothing off / 0.6 / 0.9 (raw line faint behind)
+  y          charts: y-axis linear / no outliers / log
+  x          charts: x-axis epoch / time spent / dollars spent
+  ←/→        charts: the epoch cursor; each panel reads that epoch
+  /          charts: pick any metric (type to filter)
   c          cost: spent, per epoch, stop vs destroy, balance
   p / P      push best.pt / pick a file to push to the Hugging Face Hub
   n          launch a new run (form; ctrl+l launches)
@@ -24,6 +32,10 @@ HELP = """\
   ?          this help (esc closes)
   ctrl+p     every key's action, searchable (the command palette)
   q          quit (runs keep training)
+
+[b]Chart marks[/b]
+  ✦ / ✧      best epoch: its best.pt on the Hub / not pushed
+  ↻  ✗  ╵    resume (an attempt began again), diverged loss, epoch_N.pt
 
 [b]States[/b]
   RUN   status.json says running and its process is alive

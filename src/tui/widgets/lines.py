@@ -33,19 +33,35 @@ def _visible(plain: str, width: int) -> str:
     return plain if len(plain) <= width else plain[: width - 1] + "…"
 
 
+def _cell_styles(spans: tuple, n: int) -> list:
+    """The spans covering each of the first `n` cells, in order (a cell's style)."""
+    cells: list = [()] * n
+    for span in spans:
+        for i in range(max(span.start, 0), min(span.end, n)):
+            cells[i] = (*cells[i], span.style)
+    return cells
+
+
 def changed_span(old: RowKey, new: RowKey, width: int) -> tuple[int, int] | None:
     """The columns [start, end) of a row that differ between two versions, or None.
 
-    Different styles, or characters wider than one cell, mark the whole row: only plain
-    text with the same spans is compared cell by cell (a row is padded with spaces)."""
+    A different base style, or characters wider than one cell, mark the whole row;
+    otherwise the rows are compared cell by cell, each cell's character and the spans
+    that style it (a row is padded with spaces)."""
     if old == new:
         return None
     a, b = old[0], new[0]
-    if old[1:] != new[1:] or cell_len(a) != len(a) or cell_len(b) != len(b):
+    if old[1] != new[1] or cell_len(a) != len(a) or cell_len(b) != len(b):
         return (0, width)
     a, b = _visible(a, width), _visible(b, width)
     n = max(len(a), len(b))
     a, b = a.ljust(n), b.ljust(n)
+    if old[2] != new[2]:
+        sa, sb = _cell_styles(old[2], n), _cell_styles(new[2], n)
+        differs = [i for i in range(n) if a[i] != b[i] or sa[i] != sb[i]]
+        if not differs:
+            return None
+        return (differs[0], differs[-1] + 1)
     start = 0
     while start < n and a[start] == b[start]:
         start += 1

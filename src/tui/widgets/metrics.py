@@ -1,8 +1,11 @@
-"""Metric sparklines: one text row per metric with last/min/max.
+"""Metric sparklines: one text row per metric with its last, min and max, each labelled
+with its epoch ("last 0.667 @30  min 0.5 @28  max 20 @1"; as much as the width allows).
 
 One row, one style per sparkline (per-cell colours cost ~65% of the bytes a
 frame sends). `m` cycles the page: the main trio first (train/loss, the
-validation metric being optimised, lr), then every other numeric column.
+validation metric being optimised, lr), then every other numeric column. From
+TALL_SCREEN rows a page holds TALL_ROWS metrics (the pane grows into rows the log
+seldom fills); the chart view (`v`) draws them all on axes.
 """
 
 from __future__ import annotations
@@ -14,11 +17,14 @@ from rich.text import Text
 from ...core.base.formatting import fmt_number
 from ...core.base.text import printable
 from ...core.model.snapshot import MetricsView
+from ..app_rules import TALL_ROWS as TALL_SCREEN  # terminal rows: a page holds TALL_ROWS
 from .lines import LinePane
 
 BLOCKS = "▁▂▃▄▅▆▇█"
-# columns that are bookkeeping, not curves
+# columns that are bookkeeping, not curves (current_metric and best_metric repeat the
+# metric they name)
 HIDDEN = {"epoch", "best_epoch", "validated", "is_best", "metrics/max_det", "speed/images_seen"}
+HIDDEN |= {"current_metric", "best_metric"}
 
 
 def sparkline(values, width: int, lo: float | None = None, hi: float | None = None) -> str:
@@ -47,7 +53,8 @@ def sparkline(values, width: int, lo: float | None = None, hi: float | None = No
 
 
 def metric_pages(view: MetricsView, per_page: int) -> list[list[str]]:
-    """Pages of column names: the main trio first, then the rest in order."""
+    """Pages of column names: the main trio first (and as many others as fit its page),
+    then the rest in order."""
     numeric = [c.name for c in view.series if c.name not in HIDDEN]
     main = ["train/loss"]
     target = view.last.get("best_metric_name") or view.last.get("current_metric_name")
@@ -59,11 +66,29 @@ def metric_pages(view: MetricsView, per_page: int) -> list[list[str]]:
         main = numeric[:per_page]
     rest = [n for n in numeric if n not in main]
     per_page = max(per_page, 1)
+    fill = max(per_page - len(main), 0)  # a tall page: the trio, then the others
+    main, rest = main + rest[:fill], rest[fill:]
     pages = [main] + [rest[i : i + per_page] for i in range(0, len(rest), per_page)]
     return [p for p in pages if p]
 
 
 ROWS = 3
+TALL_ROWS = 8
+
+
+def _at(epoch) -> str:
+    return f" @{epoch}" if epoch is not None else ""
+
+
+def stats_forms(col) -> tuple[str, str, str]:
+    """The numbers after a sparkline, richest first: last, min and max with their
+    epochs; the last with its epoch; the last alone."""
+    last = f"last {fmt_number(col.last)}{_at(col.last_epoch)}"
+    full = (
+        f"{last}  min {fmt_number(col.min)}{_at(col.min_epoch)}"
+        f"  max {fmt_number(col.max)}{_at(col.max_epoch)}"
+    )
+    return full, last, fmt_number(col.last)
 
 
 def short_name(name: str) -> str:
@@ -94,10 +119,17 @@ class MetricsPane(LinePane):
         self.page += 1
         self.repaint_rows()
 
+    def per_page(self) -> int:
+        try:
+            tall = self.app.size.height >= TALL_SCREEN
+        except Exception:  # no app yet (built before mounting)
+            tall = False
+        return TALL_ROWS if tall else ROWS
+
     def _current_page(self) -> list[str]:
         if self._view is None:
             return []
-        self._pages = metric_pages(self._view, per_page=ROWS)
+        self._pages = metric_pages(self._view, per_page=self.per_page())
         if not self._pages:
             return []
         self.page %= len(self._pages)
@@ -116,13 +148,17 @@ class MetricsPane(LinePane):
             msg = view.problem or "no numeric metrics yet"
             return [Text(f"{msg} (metrics.jsonl gets a line after each epoch)", style="italic")]
         label_w = min(max(len(short_name(n)) for n in names), 14)
+        cols = [view.column(name) for name in names]
+        forms = [stats_forms(col) for col in cols]
+        room = width - label_w - 1 - 16  # a sparkline keeps 16 cells
+        pick = next((i for i in range(2) if max(len(f[i]) for f in forms) + 1 <= room), 2)
+        stats_w = max(len(f[pick]) for f in forms)
         rows = []
-        for name in names:
+        for name, form in zip(names, forms, strict=True):
             col = view.column(name)
-            last = f" {fmt_number(col.last):>8}"
-            stats = f"{last} ↓{fmt_number(col.min):>8} ↑{fmt_number(col.max):>8}"
-            if width - label_w - len(stats) - 1 < 16:
-                stats = last  # narrow terminal: the curve and the last value
+            stats = (
+                " " + form[pick].rjust(stats_w) if pick == 2 else " " + form[pick].ljust(stats_w)
+            )
             spark_w = max(width - label_w - len(stats) - 1, 0)
             label = short_name(name)
             label = label if len(label) <= label_w else label[: label_w - 1] + "…"

@@ -1,9 +1,11 @@
-"""The runs list: one line per run, newest activity first."""
+"""The runs list: one line per run, newest activity first; space marks a run to compare
+(a dot in its chart colour before its state)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -13,10 +15,15 @@ from ...core.run.discovery import deep_dirs_text
 from ..inert import inert
 from .style import STATE_STYLE, state_badge
 
+MARK = "◉"
 
-def run_line(r: RunInfo) -> Text:
+
+def run_line(r: RunInfo, mark: str | None = None) -> Text:
+    """`mark`: the colour of a run marked to compare (None: not marked)."""
     pct = "" if r.progress is None else f"{r.progress * 100:3.0f}%"
     line = Text(no_wrap=True, overflow="ellipsis")
+    if mark is not None:
+        line.append(MARK, style=f"bold {mark}")
     line.append(state_badge(r.state), style=STATE_STYLE.get(r.state, ""))
     line.append(f" {pct:>4} ")
     line.append(printable(r.name))  # before Text, which drops a BEL or CR unseen
@@ -29,24 +36,46 @@ class RunsList(OptionList):
     BINDINGS = [
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
+        Binding("space", "mark", "Mark", show=False),
     ]
+
+    class Marked(Message):
+        """Space on a run: mark it to compare, or unmark it."""
+
+        def __init__(self, run_dir: str) -> None:
+            super().__init__()
+            self.run_dir = run_dir
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._shown: tuple[tuple[str, Text], ...] = ()
         self._footer: str | None = None
+        self._marks: dict[str, str] = {}
+
+    def action_mark(self) -> None:
+        if self.highlighted is not None and self.highlighted < len(self._shown):
+            self.post_message(self.Marked(self._shown[self.highlighted][0]))
 
     def show_runs(
-        self, runs: tuple[RunInfo, ...], selected: str | None, deep_skipped: int = 0
+        self,
+        runs: tuple[RunInfo, ...],
+        selected: str | None,
+        deep_skipped: int = 0,
+        marks: dict[str, str] | None = None,
     ) -> None:
         """Rebuild the options only when a line's text changed. `deep_skipped`: directories
-        the runs search did not enter (too deep), said in a last, unselectable line."""
-        lines = tuple((r.run_dir, inert(run_line(r))) for r in runs)
+        the runs search did not enter (too deep), said in a last, unselectable line;
+        `marks`: run_dir -> colour of each run marked to compare."""
+        marks = marks or {}
+        lines = tuple((r.run_dir, inert(run_line(r, marks.get(r.run_dir)))) for r in runs)
         footer = deep_dirs_text(deep_skipped) if deep_skipped else None
-        if footer == self._footer and tuple((d, t.plain) for d, t in lines) == tuple(
-            (d, t.plain) for d, t in self._shown
+        if (
+            footer == self._footer
+            and marks == self._marks
+            and tuple((d, t.plain) for d, t in lines) == tuple((d, t.plain) for d, t in self._shown)
         ):
             return
+        self._marks = dict(marks)
         highlighted = None
         if self.highlighted is not None and self.highlighted < len(self._shown):
             highlighted = self._shown[self.highlighted][0]

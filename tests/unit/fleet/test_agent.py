@@ -230,7 +230,11 @@ def test_each_command_is_answered(tmp_path: Path) -> None:
             b'still the long line\n{"cmd": "refresh", "id": 6}\n',
         )
         assert [(a["result"], a["ok"], a["error"]) for a in answers] == [
-            (2, False, 'unknown command "launch" (one of refresh, select, push, stop, resume)'),
+            (
+                2,
+                False,
+                'unknown command "launch" (one of refresh, select, chart, push, stop, resume)',
+            ),
             (None, False, "a command must be one JSON object per line"),
             (None, False, "a command must be one JSON object per line"),
             (None, False, '"id" must be a string or a number'),
@@ -365,3 +369,39 @@ def test_sigterm_ends_the_process_with_0(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         proc.stdin.close()
+
+
+def test_the_chart_command_adds_the_charts_and_none_takes_them_away(tmp_path: Path) -> None:
+    """The charts cross only while asked for: a bounded request, sent whole once, then
+    deltas; `runs: []` removes them so the link costs what it did."""
+    root = tmp_path / "runs"
+    for name in ("a", "b"):
+        (root / name).mkdir(parents=True)
+        for f in ("status.json", "metrics.jsonl"):
+            (root / name / f).write_bytes((FIXTURE_RUN / f).read_bytes())
+    collector = Collector(str(root), fake_gpus=0)
+    agent, out, _clock = make_agent(collector)
+    try:
+        agent.tick()
+        doc = out.lines()[-1]["snapshot"]
+        assert doc["charts"] == []
+        runs = [str(root / "a"), str(root / "b")]
+        cmd = {"cmd": "chart", "runs": runs, "metrics": ["speed/total_ms"], "id": "c"}
+        answers = run_commands(agent, out, json.dumps(cmd).encode() + b"\n")
+        assert answers == [{"result": "c", "ok": True, "error": None, "seq": agent.seq}]
+        doc = apply(doc, out.lines()[-2]["delta"])
+        assert [c["run_dir"] for c in doc["charts"]] == runs
+        names = [s["name"] for s in doc["charts"][0]["series"]]
+        assert names[0] == "speed/total_ms" and "metrics/mAP50-95" in names
+        assert doc["charts"][0]["epochs"] == [1, 2, 3]
+        bad = run_commands(
+            agent,
+            out,
+            b'{"cmd": "chart", "runs": "/etc", "id": 7}\n',
+            b'{"cmd": "chart", "runs": [], "metrics": [1], "id": 8}\n',
+        )
+        assert [(a["result"], a["ok"]) for a in bad] == [(7, False), (8, False)]
+        run_commands(agent, out, b'{"cmd": "chart", "runs": [], "id": 9}\n')
+        assert apply(doc, out.lines()[-2]["delta"])["charts"] == []
+    finally:
+        collector.close()

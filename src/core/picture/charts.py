@@ -1,0 +1,235 @@
+"""The runs the chart view draws: what it asks for (ChartRequest) and what a refresh builds
+(RunChart, in Snapshot.charts).
+
+The app, the agent and `rgpu-tui chart` ask for a few runs (at most MAX_RUNS) and a few
+metrics (at most MAX_METRICS; none: each run's default panels, by its model family).
+A RunChart holds the honest series (core.run.series), the marks that need more than
+the rows (saved weights/epoch_N.pt, whether best.pt is on the Hub by the run's push
+records) and the run's train_config.yaml flattened (the compare table). It is built
+again only when one of its inputs changed (the metrics history, the checkpoints, the
+pushes, the config, the request), so an unchanged chart is the same object and the
+view redraws only on a new epoch.
+
+A refresh with no request builds nothing: the chart view closed costs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from ..base.text import printable
+from ..model.snapshot import RunChart, RunInfo
+from ..run.checkpoints import EPOCH_FILE_RE
+from ..run.series import honest_chart
+from ..run.train_config import ConfigReader
+
+MAX_RUNS = 6
+MAX_METRICS = 16
+MAX_NAME = 200  # a metric name longer than this is not asked for
+
+# the panels a family's charts open with, from the keys libreyolo writes
+METRIC_PANELS = ("metrics/precision", "metrics/recall", "metrics/mAP50", "metrics/mAP50-95")
+DEFAULT_PANELS = {
+    "yolo9": (
+        "train/box_loss",
+        "train/cls_loss",
+        "train/dfl_loss",
+        *METRIC_PANELS,
+        "lr/group0",
+    ),
+    "yolox": (
+        "train/iou_loss",
+        "train/obj_loss",
+        "train/cls_loss",
+        "train/l1_loss",
+        *METRIC_PANELS,
+        "lr/group0",
+    ),
+}
+# bookkeeping, not curves: never a panel of their own unless picked
+NOT_CURVES = frozenset({"epoch", "time", "best_epoch", "metrics/max_det", "speed/images_seen"})
+
+
+def default_panels(family: str | None, columns: Iterable[str]) -> tuple[str, ...]:
+    """The family's panels that the run has; for another family (or none of those
+    columns): its losses (train/*_loss, else train/loss), the four metrics, lr/group0."""
+    have = list(columns)
+    known = set(have)
+    panels = [n for n in DEFAULT_PANELS.get((family or "").lower(), ()) if n in known]
+    if panels:
+        return tuple(panels)
+    losses = [n for n in have if n.startswith("train/") and n.endswith("_loss")]
+    if not losses and "train/loss" in known:
+        losses = ["train/loss"]
+    rest = [n for n in (*METRIC_PANELS, "lr/group0") if n in known]
+    panels = losses + rest
+    if not panels:
+        panels = [n for n in have if n not in NOT_CURVES][:8]
+    return tuple(panels)
+
+
+@dataclass(frozen=True)
+class ChartRequest:
+    """Which runs' charts a refresh builds, and which metrics: `metrics` first, then (with
+    `defaults`) each run's default panels."""
+
+    runs: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
+    defaults: bool = True
+
+    @classmethod
+    def of(
+        cls, runs: Iterable[str], metrics: Iterable[str] = (), defaults: bool = True
+    ) -> ChartRequest:
+        """Bounded: the first MAX_RUNS runs and MAX_METRICS metrics, each once."""
+        runs = tuple(dict.fromkeys(r for r in runs if isinstance(r, str)))[:MAX_RUNS]
+        names = (m for m in metrics if isinstance(m, str) and 0 < len(m) <= MAX_NAME)
+        return cls(runs, tuple(dict.fromkeys(names))[:MAX_METRICS], bool(defaults))
+
+    def to_json(self) -> dict:
+        return {"runs": list(self.runs), "metrics": list(self.metrics), "defaults": self.defaults}
+
+    @classmethod
+    def from_json(cls, obj) -> ChartRequest:
+        """From an agent command's fields; raises ValueError with one line."""
+        if not isinstance(obj, dict):
+            raise ValueError('"chart" must be an object with "runs" and "metrics"')
+        runs, metrics = obj.get("runs", []), obj.get("metrics", [])
+        defaults = obj.get("defaults", True)
+        if not isinstance(runs, list) or not all(isinstance(r, str) for r in runs):
+            raise ValueError('"runs" must be a list of run directories')
+        if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+            raise ValueError('"metrics" must be a list of metric names')
+        if not isinstance(defaults, bool):
+            raise ValueError('"defaults" must be true or false')
+        return cls.of(runs, metrics, defaults)
+
+
+def best_pushed(checkpoints: Sequence, pushes) -> bool | None:
+    """best.pt on the Hub by the push records: True when its last successful push is of
+    the best.pt on disk now, False when it was never pushed or changed since, None when
+    there is no best.pt."""
+    if not any(c.name == "best.pt" and c.exists for c in checkpoints):
+        return None
+    return pushes is not None and pushes.best_changed is False
+
+
+def saved_epochs(checkpoints: Sequence) -> tuple[int, ...]:
+    out = []
+    for c in checkpoints:
+        m = EPOCH_FILE_RE.fullmatch(c.name)
+        if m and c.exists:
+            out.append(int(m[1]))
+    return tuple(sorted(set(out)))
+
+
+class ChartBuilder:
+    """RunCharts for a request, each built again only when its inputs changed."""
+
+    def __init__(self, settings) -> None:
+        self.settings = settings
+        self._built: dict[str, tuple[tuple, RunChart]] = {}
+        self._configs: dict[str, ConfigReader] = {}
+
+    def build(self, request: ChartRequest | None, runs_watcher, infos, now: float):
+        """The charts of `request`'s runs that `runs_watcher` (a RunsWatcher) watches, in
+        the request's order; () without a request."""
+        if request is None or not request.runs:
+            self._built.clear()
+            self._configs.clear()
+            return ()
+        by_dir = {i.run_dir: i for i in infos}
+        out = []
+        for run_dir in request.runs:
+            watcher = runs_watcher.watcher(run_dir)
+            if watcher is None:
+                continue
+            try:
+                out.append(self._chart(watcher, by_dir.get(run_dir), request, now))
+            except Exception as exc:  # a reader bug: this run's chart says so
+                why = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+                out.append(RunChart(run_dir=run_dir, problem=f"could not be read: {why}"))
+        for gone in set(self._built) - set(request.runs):
+            self._built.pop(gone, None)
+            self._configs.pop(gone, None)
+        return tuple(out)
+
+    def chart(self, watcher, info: RunInfo | None, request: ChartRequest, now: float) -> RunChart:
+        """One run's chart (a RunWatcher's), built again only when its inputs changed."""
+        return self._chart(watcher, info, request, now)
+
+    def _chart(self, watcher, info: RunInfo | None, request: ChartRequest, now: float):
+        checkpoints, _n = watcher.checkpoints(self.settings, now)
+        pushes = watcher.push_info()
+        reader = self._configs.get(watcher.run_dir)
+        if reader is None:
+            reader = self._configs[watcher.run_dir] = ConfigReader(watcher.run_dir)
+        config, config_problem = reader.read()
+        family = (watcher.status.data or {}).get("model_family")
+        family = family if isinstance(family, str) else None
+        best = (info.best_epoch, info.best_metric, info.best_metric_name) if info else None
+        metrics = (request.metrics, request.defaults)
+        key = (watcher.metrics.generation, metrics, checkpoints, pushes, config, best, family)
+        got = self._built.get(watcher.run_dir)
+        if got is not None and got[0] == key:
+            return got[1]
+        chart = run_chart(watcher.metrics, watcher.run_dir, request, family, info)
+        chart = replace(
+            chart,
+            saved=saved_epochs(checkpoints),
+            best_pushed=best_pushed(checkpoints, pushes),
+            config=config,
+            config_problem=config_problem,
+        )
+        self._built[watcher.run_dir] = (key, chart)
+        return chart
+
+
+def run_chart(reader, run_dir: str, request: ChartRequest, family: str | None, info):
+    """The honest series of the request's metrics and (with its defaults, or when it
+    names none) the family's default panels, and the best epoch (status.json's, else the
+    rows')."""
+    names = request.metrics
+    if request.defaults or not names:
+        names = (*names, *default_panels(family, reader.numeric_columns()))
+    chart = honest_chart(reader, run_dir, names)
+    best_epoch = info.best_epoch if info is not None else None
+    best = info.best_metric if info is not None else None
+    best_name = info.best_metric_name if info is not None else None
+    if best_epoch is None:
+        last = reader.checkpoint_rows.last_best
+        if last is not None:
+            best_epoch, best_name, best = last
+    return replace(
+        chart,
+        family=family,
+        best_epoch=best_epoch,
+        best_metric=best,
+        best_metric_name=best_name,
+    )
+
+
+def charts_once(run_dirs: Sequence[str], request: ChartRequest, settings, now: float) -> list:
+    """(RunInfo, RunChart) of each run directory, read once (`rgpu-tui chart`, `compare`)."""
+    from .watch import RunWatcher
+
+    builder = ChartBuilder(settings)
+    out = []
+    for run_dir in run_dirs:
+        run_dir = os.path.abspath(run_dir)
+        watcher = RunWatcher(run_dir, os.path.basename(run_dir.rstrip("/")) or run_dir)
+        try:
+            info = watcher.poll(now)
+            chart = builder.chart(watcher, info, request, now)
+        finally:
+            watcher.close()
+        out.append((info, chart))
+    return out
+
+
+def run_label(run_dir: str, name: str | None = None, host: str | None = None) -> str:
+    """A run's name for legends and tables: its name (or folder), with its host."""
+    label = printable(name or os.path.basename(run_dir.rstrip("/")) or run_dir)
+    return f"{printable(host)}:{label}" if host else label

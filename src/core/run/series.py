@@ -1,0 +1,103 @@
+"""A run's metrics as honest chart series, from the rows its MetricsReader has read.
+
+The rules, the same for the chart view, `rgpu-tui chart` and its --json:
+
+- a value that is null, NaN, infinite or exactly -1 (COCO's "no object of that size"
+  placeholder, written for mAP_large and AR_large) is a gap, never a point;
+- an epoch that did not validate (`validated: false`) has no point in a `metrics/...`
+  column;
+- after a resume from an earlier checkpoint a repeated epoch keeps its last row (the
+  reader drops the older rows), and the epochs where an attempt began again are resume
+  points (core.run.metrics.new_attempt);
+- an epoch whose loss was null or not finite is marked diverged;
+- the time at an epoch is the training time spent up to it over every attempt: the sum of
+  the rows' `time` fields, rows a resume dropped included.
+
+Memory is bounded: a series holds at most MAX_POINTS values. A longer run keeps one row
+in `stride` (a power of two, so the kept rows change only when the stride doubles, about
+log2 times over a run) and always its last row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from ..model.snapshot import ChartSeries, RunChart
+from .metrics import DIVERGED, UNVALIDATED, MetricsReader
+
+MAX_POINTS = 512
+MAX_MARKS = 1000  # resume points, diverged epochs: the newest kept
+PLACEHOLDER = -1.0
+VALIDATION_PREFIXES = ("metrics/", "val/")
+
+
+def stride_for(rows: int, max_points: int = MAX_POINTS) -> int:
+    """The smallest power of two that keeps at most `max_points` of `rows` (with the last)."""
+    stride = 1
+    while (rows - 1) // stride + 1 + 1 > max_points and stride < rows:
+        stride *= 2
+    return stride
+
+
+def sampled(rows: int, stride: int) -> list[int]:
+    """The kept row indices: every `stride`-th from the first, and the last."""
+    if rows <= 0:
+        return []
+    keep = list(range(0, rows, stride))
+    if keep[-1] != rows - 1:
+        keep.append(rows - 1)
+    return keep
+
+
+def honest(value: float, validated: bool = True) -> float | None:
+    """One value as a chart point, or None for a gap."""
+    if value != value or value == PLACEHOLDER or not validated or math.isinf(value):
+        return None
+    return value
+
+
+def needs_validation(name: str) -> bool:
+    return name.startswith(VALIDATION_PREFIXES)
+
+
+def honest_chart(
+    reader: MetricsReader,
+    run_dir: str,
+    names: Iterable[str],
+    max_points: int = MAX_POINTS,
+) -> RunChart:
+    """The series `names` of the run (names it has no column of are left out), its epochs,
+    time spent, resume points and diverged epochs. Marks that need more than the rows
+    (checkpoints, pushes) and the config are core.picture.charts'."""
+    epochs = reader.epochs()
+    rows = len(epochs)
+    stride = stride_for(rows, max_points)
+    keep = sampled(rows, stride)
+    flags = reader.row_flags()
+    series = []
+    for name in dict.fromkeys(names):
+        column = reader.column(name)
+        if column is None or name == "epoch":
+            continue
+        check = needs_validation(name)
+        values = tuple(honest(column[i], not (check and flags[i] & UNVALIDATED)) for i in keep)
+        series.append(ChartSeries(name=name, values=values))
+    spent = reader.spent()
+    diverged = []
+    raw = flags.tobytes()
+    if any(bytes((f,)) in raw for f in (DIVERGED, DIVERGED | UNVALIDATED)):  # rare: look
+        diverged = [epochs[i] for i in range(rows) if flags[i] & DIVERGED][-MAX_MARKS:]
+    return RunChart(
+        run_dir=run_dir,
+        epochs=tuple(epochs[i] for i in keep),
+        spent_seconds=tuple(spent[i] for i in keep) if reader.time_rows else (),
+        series=tuple(series),
+        columns=tuple(reader.numeric_columns()),
+        resumes=tuple(reader.resume_points[-MAX_MARKS:]),
+        diverged=tuple(diverged),
+        rows=rows,
+        stride=stride,
+        time_total=reader.time_total if reader.time_rows else None,
+        problem=None if rows else (reader.problem or "no metrics rows yet"),
+    )

@@ -1,0 +1,122 @@
+"""A run's train_config.yaml (libreyolo writes every training argument there at train start),
+read for the compare table: the hyperparameters that differ between runs.
+
+The file is untrusted: read through core.base.safeio (a FIFO never blocks), at most
+MAX_BYTES, refused when it resolves outside the run, parsed with PyYAML's safe loader
+(hostile nesting is "not readable YAML"). The mapping is flattened to (key, text) pairs:
+nested mappings as `a.b`, lists and scalars as compact text (`[0.5, 1.5]`, `null`,
+`true`), at most MAX_KEYS keys, each key and value cut to a length. `ConfigReader` reads
+the file again only when its inode, size or mtime changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..base.safeio import read_regular
+from .runpath import outside_run
+from .tail import describe_os_error
+
+NAME = "train_config.yaml"
+MAX_BYTES = 1024 * 1024
+MAX_KEYS = 300
+KEY_MAX = 80
+VALUE_MAX = 120
+# where the run was written, not how it trained: never a difference worth showing
+NOT_HYPERPARAMETERS = frozenset({"project", "name", "exist_ok"})
+
+
+def _text(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    try:
+        return json.dumps(value, separators=(", ", ": "), default=str, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return str(type(value).__name__)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def flatten(doc: dict, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict:
+    """{"a.b": "text"} for a mapping, at most MAX_KEYS keys."""
+    out = {} if out is None else out
+    for key, value in doc.items():
+        if len(out) >= MAX_KEYS:
+            break
+        name = _cut(f"{prefix}{key}", KEY_MAX)
+        if isinstance(value, dict) and value and depth < 4:
+            flatten(value, f"{name}.", out, depth + 1)
+        else:
+            out[name] = _cut(_text(value), VALUE_MAX)
+    return out
+
+
+def read_config(run_dir: str) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """(flattened pairs in file order, None) or ((), why it could not be read)."""
+    path = os.path.join(run_dir, NAME)
+    if not os.path.lexists(path):
+        return (), f"no {NAME}"
+    if outside_run(run_dir, path) is not None:
+        return (), f"{NAME} resolves outside the run directory"
+    try:
+        raw = read_regular(path, MAX_BYTES)
+    except OSError as exc:
+        return (), f"{NAME} {describe_os_error(exc)}"
+    if len(raw) > MAX_BYTES:
+        return (), f"{NAME} is larger than {MAX_BYTES // 1024} KiB"
+    try:
+        import yaml  # PyYAML (pyproject dependencies)
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        doc = yaml.load(raw, Loader=loader)  # noqa: S506 - a safe loader
+    except Exception as exc:  # yaml.YAMLError, RecursionError on hostile nesting
+        return (), f"{NAME} is not readable YAML ({type(exc).__name__})"
+    if not isinstance(doc, dict):
+        return (), f"{NAME} is not a mapping"
+    return tuple(flatten(doc).items()), None
+
+
+class ConfigReader:
+    """read_config, again only when the file changed (one stat a call)."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.run_dir = run_dir
+        self._key: tuple | None = None
+        self._got: tuple[tuple[tuple[str, str], ...], str | None] = ((), f"no {NAME}")
+
+    def read(self) -> tuple[tuple[tuple[str, str], ...], str | None]:
+        try:
+            st = os.stat(os.path.join(self.run_dir, NAME))
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        if key != self._key or key is None:
+            self._key = key
+            self._got = read_config(self.run_dir)
+        return self._got
+
+
+def differing_keys(configs: list[dict]) -> list[str]:
+    """The keys whose text differs between the configs (absent counts as a value), in the
+    order they first appear; where a run was written (NOT_HYPERPARAMETERS) is left out.
+    Fewer than two configs differ in nothing."""
+    if len(configs) < 2:
+        return []
+    keys: dict[str, None] = {}
+    for config in configs:
+        keys.update(dict.fromkeys(config))
+    out = []
+    for key in keys:
+        if key in NOT_HYPERPARAMETERS:
+            continue
+        values = {config.get(key) for config in configs}
+        if len(values) > 1:
+            out.append(key)
+    return out
