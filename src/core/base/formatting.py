@@ -71,3 +71,16 @@ def fmt_gpu_indices(indices) -> str:
     if run:
         out.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
     return ",".join(out)
+
+
+def fmt_bytes(n: int | None) -> str:
+    """A file size: 0 B, 812 B, 4.1 kB, 34.9 MB, 1.20 GB (decimal units); '?' when unknown."""
+    if n is None or n < 0:
+        return "?"
+    if n < 1000:
+        return f"{n} B"
+    if n < 1_000_000:
+        return f"{n / 1e3:.1f} kB"
+    if n < 1_000_000_000:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e9:.2f} GB"

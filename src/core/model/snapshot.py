@@ -39,6 +39,9 @@ class Checkpoint:
     metric: float | None
     problem: str | None  # why it cannot be pushed: outside the run, not a regular file
     target: PushTarget  # where a push puts it, or why it cannot
+    # a complete torch checkpoint (core.run.torch_checkpoint)? None: not checked (yet)
+    valid: bool | None = None
+    invalid: str | None = None  # why not: "last.pt is empty (0 bytes): torn, ..."
 
 
 @dataclass(frozen=True)

@@ -62,9 +62,14 @@ class PickScreen(ModalScreen[str | None]):
     """
     )
 
-    def __init__(self, title: str, choices: list[tuple[str, str]]) -> None:
+    def __init__(
+        self, title: str, choices: list[tuple[str, str]], default: str | None = None
+    ) -> None:
+        """`default`: the id of the choice highlighted at first (else the first)."""
         super().__init__()
         self._title, self._choices = inert_body(title), choices
+        ids = [cid for cid, _ in choices]
+        self._default = ids.index(default) if default in ids else 0
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
@@ -74,7 +79,9 @@ class PickScreen(ModalScreen[str | None]):
             yield OptionList(*(Option(inert_body(label), id=cid) for cid, label in self._choices))
 
     def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
+        options = self.query_one(OptionList)
+        options.highlighted = self._default
+        options.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
