@@ -31,6 +31,7 @@ from ..model.snapshot import (
     SelectedRun,
     Snapshot,
 )
+from ..records.attempts import Rows, StatusSide, mean_epoch_seconds
 from ..records.launch_records import LaunchRecord, launches_path, read_launches
 from ..records.launch_runs import RunOnDisk, launch_alive, match_launches, state_without_run
 from ..records.push_records import push_info, pushes_path, read_pushes
@@ -40,6 +41,7 @@ from ..run.hub_target import ARTIFACTS_REQUEST
 from ..run.metrics import CheckpointRows, MetricsReader
 from ..run.status import PidWatch, StatusNumbers, StatusReader, derive_state, stall_limit
 from ..run.tail import LogTail
+from .run_life import RecordEnds, with_attempts
 
 LOG_NAME = "train.log"
 ACTIVITY_FILES = RUN_MARKERS + (LOG_NAME,)
@@ -76,6 +78,7 @@ class RunWatcher:
         self._checkpoints: CheckpointLister | None = None
         self._metrics_inside: tuple[int, bool] | None = None  # (metrics generation, inside)
         self.odd_files: list[str] = []  # set by activity()
+        self.life: tuple[StatusSide, Rows] | None = None  # what its attempts are made of
 
     def close(self) -> None:
         """Release the pidfd of a running run (the watcher is dropped)."""
@@ -141,7 +144,10 @@ class RunWatcher:
             self._pid.close()
         pid_alive = pid_check.alive if pid_check else None
 
-        mean_epoch = nums.mean_epoch_seconds
+        rows = Rows(self.metrics.row_epochs, self.metrics.row_seconds, self.metrics.row_timed)
+        mean_epoch = mean_epoch_seconds(rows)  # every attempt's epoch times
+        if mean_epoch is None:
+            mean_epoch = nums.mean_epoch_seconds
         status_elapsed = nums.elapsed_seconds
         if mean_epoch is None and status_elapsed and done is not None:
             start_epoch = nums.start_epoch or 1
@@ -212,7 +218,20 @@ class RunWatcher:
             problems.append(f"{self.metrics.source}: {odd_metrics}")
 
         updated_at = st.get("updated_at") if nums.updated_at is not None else None
-        return RunInfo(
+        self.life = (
+            StatusSide(
+                started_at=started_at,
+                pid=pid,
+                updated=nums.updated_at,
+                state=state,
+                status_state=status_state,
+                start_epoch=nums.start_epoch,
+                completed=completed,
+                elapsed=status_elapsed,
+            ),
+            rows,
+        )
+        info = RunInfo(
             run_dir=self.run_dir,
             name=self.name,
             state=state,
@@ -236,6 +255,14 @@ class RunWatcher:
             started_at=started_at,
             updated=nums.updated_at,
         )
+        return self.with_records(info, [], now)
+
+    def with_records(self, info: RunInfo, records: list, now: float, ends=None) -> RunInfo:
+        """`info` with its attempts (core.picture.run_life), given the launch records that
+        are this run's as (record, RecordSpan) pairs."""
+        if self.life is None:
+            return info
+        return with_attempts(info, *self.life, records, now, ends)
 
     def artifacts_target(self, settings) -> PushTarget:
         if self._checkpoints is None:
@@ -334,6 +361,8 @@ class RunsWatcher:
         self._ended: set[str] = set()  # launches whose process has ended
         self._matched: tuple | None = None  # ((records key, runs), match) once settled
         self._log_paths: dict[str, str] = {}  # pseudo run -> its console log
+        self._by_run: dict[str, list[LaunchRecord]] = {}  # run -> its launch records
+        self._ends = RecordEnds()  # their ends, read once each ended
 
     def _name(self, run_dir: str) -> str:
         rel = os.path.relpath(run_dir, self.root)
@@ -381,6 +410,7 @@ class RunsWatcher:
             infos.append(info)
         try:
             infos.extend(self._launch_runs(now, infos))
+            infos = [self._with_records(info, now) for info in infos]
         except Exception as exc:  # a bad launches.jsonl must not hide the runs
             launches_problem = f"launches.jsonl could not be read: {describe(exc)}"
         else:
@@ -466,6 +496,7 @@ class RunsWatcher:
             self._launch_key = key
             self._launch_records = read_launches(self.root) if key else []
         self._log_paths = {}
+        self._by_run = {}
         if not self._launch_records:
             return []
         on_disk = tuple(RunOnDisk(i.run_dir, i.pid, i.started_at) for i in found)
@@ -479,6 +510,11 @@ class RunsWatcher:
                 for r in records
             )
             self._matched = ((key, on_disk), matched) if settled else None
+        self._by_run = {}
+        for record in self._launch_records:
+            if record.id in matched:
+                self._by_run.setdefault(matched[record.id], []).append(record)
+        self._ends.keep_only({r.id for r in self._launch_records})
         out = []
         for record in self._launch_records:
             if record.id in matched:
@@ -497,6 +533,18 @@ class RunsWatcher:
             self._log_paths[pseudo] = record.console_log
             out.append(info)
         return out
+
+    def _with_records(self, info: RunInfo, now: float) -> RunInfo:
+        """A run with the launch records that are its own: its attempts (run_life)."""
+        records = self._by_run.get(info.run_dir)
+        watcher = self._runs.get(info.run_dir)
+        if not records or watcher is None:
+            return info
+        pairs = [(r, self._ends.span(r, self._alive(r))) for r in records]
+        try:
+            return watcher.with_records(info, pairs, now, self._ends)
+        except Exception as exc:  # a bug here must not hide the run
+            return replace(info, problem=f"attempts could not be told: {describe(exc)}")
 
     def _alive(self, record: LaunchRecord) -> bool:
         """launch_alive, remembering the launches that have ended (they never run again)."""

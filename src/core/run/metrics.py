@@ -27,7 +27,7 @@ from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from ..base.values import EPOCHS, METRIC, checked, int_or_none, num, parse_json
+from ..base.values import DURATIONS, EPOCHS, METRIC, checked, int_or_none, num, parse_json
 from .tail import IncrementalFile, LineSplitter
 
 MAX_METRICS_LINE = 1024 * 1024  # a real row is ~1.5 KB; longer lines are malformed
@@ -146,6 +146,12 @@ class MetricsReader:
         self.non_finite: dict[str, int] = {}  # column -> NaN/Infinity/too-large values seen
         self.odd_epochs = 0  # rows whose epoch was out of range
         self.checkpoint_rows = CheckpointRows()
+        # every row read, in file order, the rows a resume wrote again included (what the
+        # attempts of a run are counted from, core.records.attempts): its epoch, and the
+        # running sums of the finite `time` (seconds the epoch took) and of the rows with one
+        self.row_epochs = array("q")
+        self.row_seconds = array("d")
+        self.row_timed = array("q")
 
     # -- reading -----------------------------------------------------------
 
@@ -239,6 +245,11 @@ class MetricsReader:
             self.odd_epochs += 1
         if epoch is None:
             epoch = (self._epochs[-1] + 1) if self._epochs else 1
+        took = checked(row.get("time"), DURATIONS)[0]
+        before = (self.row_seconds[-1], self.row_timed[-1]) if self.row_epochs else (0.0, 0)
+        self.row_epochs.append(epoch)
+        self.row_seconds.append(before[0] + (took or 0.0))
+        self.row_timed.append(before[1] + (took is not None))
         n = len(self._epochs)
         if n and epoch <= self._epochs[-1]:
             # a resumed run writes this epoch again: the later row wins
