@@ -98,3 +98,20 @@ def test_an_ended_launch_stops_at_its_end_in_every_later_look(tmp_path: Path) ->
             "xa (launch)": ("failed", 20.0),
             "xb (launch)": ("failed", 20.0),
         }
+
+
+def test_the_header_the_text_and_the_events_say_the_sum(tmp_path: Path) -> None:
+    """The text snapshot lists the attempts; run_dead says the time of all of them."""
+    from rgpu_tui.core.away.events import EventEngine
+    from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
+
+    project = tmp_path / "runs"
+    t0 = time.time() - 3600
+    killed_and_resumed(project, t0)
+    snap = _refresh(project, t0 + 3600)
+    text = snapshot_to_text(snap)
+    assert "          2 attempts: 53s (22 epochs), 17s (3 epochs)" in text.splitlines()
+    engine = EventEngine(Settings(), None)
+    (event,) = engine.observe(snap)
+    assert event.event == "run_dead"
+    assert event.message.endswith("(ran 1m10s over 2 attempts)")
