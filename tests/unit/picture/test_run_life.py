@@ -115,3 +115,15 @@ def test_the_header_the_text_and_the_events_say_the_sum(tmp_path: Path) -> None:
     (event,) = engine.observe(snap)
     assert event.event == "run_dead"
     assert event.message.endswith("(ran 1m10s over 2 attempts)")
+
+
+def test_a_run_reads_the_same_from_its_project_and_from_itself(tmp_path: Path) -> None:
+    """`rgpu-tui snapshot RUN` reads the project's launch records for the run's attempts
+    (and shows no row of another launch of the project)."""
+    project = tmp_path / "runs"
+    t0 = time.time() - 3600
+    run = killed_and_resumed(project, t0)
+    from_project = _refresh(project, t0 + 3600).runs[0]
+    (from_run,) = _refresh(run, t0 + 3600).runs
+    assert from_run.attempts == from_project.attempts and len(from_run.attempts) == 2
+    assert from_run.elapsed_seconds == from_project.elapsed_seconds
