@@ -49,6 +49,7 @@ from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 
 from .hosts import HostsError, HostSpec, parse_hosts
+from .push_files import push_files
 from .safeio import NotRegularFile, open_regular
 from .values import (
     COST,
@@ -237,28 +238,6 @@ def _stop_command(raw) -> tuple[str, ...]:
     return argv
 
 
-def _push_files(raw) -> tuple[str, ...]:
-    """auto_push_files: a TOML array (or, from RGPU_AUTO_PUSH_FILES, a JSON array or
-    "best,last") of "best" and "last"."""
-    if isinstance(raw, str):
-        text = raw.strip()
-        try:
-            raw = json.loads(text) if text.startswith("[") else text.split(",")
-        except (ValueError, RecursionError):
-            raw = None
-    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
-        raise ValueError('must be a list of "best" and "last", e.g. ["best", "last"]')
-    out = []
-    for name in (x.strip().lower() for x in raw):
-        if name not in ("best", "last"):
-            raise ValueError(f'must hold only "best" and "last", not {name!r}')
-        if name not in out:
-            out.append(name)
-    if not out:
-        raise ValueError('must name at least one of "best" and "last"')
-    return tuple(out)
-
-
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
@@ -335,7 +314,7 @@ class Settings:
         default="off",
     )
     auto_push_files: tuple[str, ...] = _setting(
-        _push_files,
+        push_files,
         'with auto_push on: ["best"] (default), or ["best", "last"] to push last.pt after '
         'each epoch too (what a resume needs); with period, "last" adds last.pt',
         default=("best",),
