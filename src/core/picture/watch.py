@@ -142,7 +142,8 @@ class RunWatcher:
             self._pid.close()
         pid_alive = pid_check.alive if pid_check else None
 
-        rows = Rows(self.metrics.row_epochs, self.metrics.row_seconds, self.metrics.row_timed)
+        m = self.metrics
+        rows = Rows(m.row_epochs, m.row_seconds, m.row_timed, m.row_repeats)
         mean_epoch = mean_epoch_seconds(rows)  # every attempt's epoch times
         if mean_epoch is None:
             mean_epoch = nums.mean_epoch_seconds

@@ -28,6 +28,7 @@ attempt's.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -68,6 +69,7 @@ class Rows:
     epochs: Sequence[int]
     seconds: Sequence[float]  # running sum of the rows' finite `time`
     timed: Sequence[int]  # running count of the rows with one
+    repeats: Sequence[int] = ()  # the rows whose epoch is not after the previous one's
 
     def span_seconds(self, i: int, j: int) -> float:
         """The epoch times of rows [i, j)."""
@@ -82,41 +84,28 @@ class Rows:
 
 
 def current_rows(rows: Rows, status: StatusSide) -> int:
-    """Where the current attempt's rows begin: the trailing rows, in increasing epochs, from
-    status.json's start_epoch on. While it runs, libreyolo 1.6.0's completed_epochs is the
-    epoch of its last row: a last row past the epoch after it is an earlier attempt's (one
-    resumed from an earlier checkpoint that has not written a row yet)."""
+    """Where the current attempt's rows begin: in the last stretch of increasing epochs,
+    the first row from status.json's start_epoch on (a binary search: the cost does not
+    grow with the run). While it runs, libreyolo 1.6.0's completed_epochs is the epoch of
+    its last row: a last row past the epoch after it is an earlier attempt's (one resumed
+    from an earlier checkpoint that has not written a row yet)."""
     n = len(rows.epochs)
     if n == 0:
         return 0
+    last = rows.repeats[-1] if rows.repeats else 0  # where the last stretch begins
     start = status.start_epoch
     if start is None:  # no start_epoch: the rows after the last repeated epoch
-        k = n - 1
-        while k > 0 and rows.epochs[k - 1] < rows.epochs[k]:
-            k -= 1
-        return k
+        return last
     if status.status_state == "running" and status.completed is not None:
         if status.completed >= start - 1 and rows.epochs[-1] > status.completed + 1:
             return n
-    if rows.epochs[-1] < start:
-        return n
-    k = n - 1
-    while k > 0 and start <= rows.epochs[k - 1] < rows.epochs[k]:
-        k -= 1
-    return k
+    return bisect_left(rows.epochs, start, last, n)
 
 
 def segments(rows: Rows, end: int) -> list[tuple[int, int]]:
     """Rows [0, end) split where an epoch comes again (a resume from an earlier epoch)."""
-    out = []
-    begin = 0
-    for i in range(1, end):
-        if rows.epochs[i] <= rows.epochs[i - 1]:
-            out.append((begin, i))
-            begin = i
-    if end > begin:
-        out.append((begin, end))
-    return out
+    cuts = [0, *(r for r in rows.repeats if r < end), end]
+    return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 def run_attempts(

@@ -152,6 +152,7 @@ class MetricsReader:
         self.row_epochs = array("q")
         self.row_seconds = array("d")
         self.row_timed = array("q")
+        self.row_repeats = array("q")  # the rows whose epoch is not after the previous row's
 
     # -- reading -----------------------------------------------------------
 
@@ -247,6 +248,8 @@ class MetricsReader:
             epoch = (self._epochs[-1] + 1) if self._epochs else 1
         took = checked(row.get("time"), DURATIONS)[0]
         before = (self.row_seconds[-1], self.row_timed[-1]) if self.row_epochs else (0.0, 0)
+        if self.row_epochs and epoch <= self.row_epochs[-1]:
+            self.row_repeats.append(len(self.row_epochs))
         self.row_epochs.append(epoch)
         self.row_seconds.append(before[0] + (took or 0.0))
         self.row_timed.append(before[1] + (took is not None))

@@ -127,3 +127,43 @@ def test_a_run_reads_the_same_from_its_project_and_from_itself(tmp_path: Path) -
     (from_run,) = _refresh(run, t0 + 3600).runs
     assert from_run.attempts == from_project.attempts and len(from_run.attempts) == 2
     assert from_run.elapsed_seconds == from_project.elapsed_seconds
+
+
+def _resume_line(project: Path, run: Path, pid: int, at: float, created: float) -> dict:
+    log = project / ".rgpu" / "console" / "exp-r2.log"
+    log.write_text("Traceback (most recent call last):\nValueError: Cannot resume from it\n")
+    return {
+        "kind": "launch", "id": "r2", "time": at, "pid": pid, "create_time": created,
+        "argv": ["libreyolo", "train", f"model={run}/weights/last.pt", "resume=True"],
+        "command": "libreyolo train", "cwd": str(project), "project": str(project),
+        "name": "exp", "console_log": str(log),
+    }  # fmt: skip
+
+
+def test_a_resume_not_yet_in_status_json_shows_starting_then_why_it_died(
+    tmp_path: Path, me
+) -> None:
+    """A resume whose process lives and has not rewritten status.json: the run reads NEW
+    (starting), not DEAD, and no row of its own; once it died first: the run is as it
+    was, with the console's error under it."""
+    project = tmp_path / "runs"
+    t0 = time.time() - 3600
+    run = killed_and_resumed(project, t0)
+    records = project / ".rgpu" / "launches.jsonl"
+    before = records.read_text()
+    now = time.time()
+    line = _resume_line(project, run, me.pid, now - 5, me.create_time())
+    records.write_text(before + json.dumps(line) + "\n")
+    (info,) = _refresh(project, now).runs
+    assert (info.state, info.name) == ("starting", "exp")
+    assert info.problem == f"resumed (pid {me.pid}); waiting for it to write status.json"
+    assert info.attempts[-1].known_by == "launch record (starting)" and len(info.attempts) == 3
+    gone = {**line, "pid": dead_pid(), "create_time": now - 5}
+    exit_line = {"kind": "exit", "id": "r2", "returncode": 1, "time": now - 2}
+    records.write_text(before + json.dumps(gone) + "\n" + json.dumps(exit_line) + "\n")
+    (info,) = _refresh(project, now).runs
+    assert info.state == "dead"
+    assert info.problem.endswith(
+        "ended before writing status.json: ValueError: Cannot resume from it"
+    )
+    assert (info.attempts[-1].epochs, info.attempts[-1].seconds) == (0, 3.0)

@@ -20,13 +20,15 @@ T = 1_800_000_000.0
 
 def rows_of(*spans: tuple[int, int], seconds: float = 2.0) -> Rows:
     """Rows for epochs lo..hi of each span in turn, each epoch taking `seconds`."""
-    epochs, cum, timed = [], [], []
+    epochs, cum, timed, repeats = [], [], [], []
     for lo, hi in spans:
         for epoch in range(lo, hi + 1):
+            if epochs and epoch <= epochs[-1]:
+                repeats.append(len(epochs))
             epochs.append(epoch)
             cum.append((cum[-1] if cum else 0.0) + seconds)
             timed.append(len(timed) + 1)
-    return Rows(epochs, cum, timed)
+    return Rows(epochs, cum, timed, repeats)
 
 
 def status(
