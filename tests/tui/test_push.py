@@ -227,7 +227,10 @@ async def test_the_push_dialogs_mark_a_torn_file_and_never_offer_it_first(tmp_pa
             lambda: (
                 app.snapshot is not None
                 and app.snapshot.selected is not None
-                and all(c.valid is not None for c in app.snapshot.selected.checkpoints)
+                and len(app.snapshot.selected.checkpoints) == 4
+                and all(
+                    getattr(c, "valid", 0) is not None for c in app.snapshot.selected.checkpoints
+                )
             ),
         )
         await pilot.press("P")

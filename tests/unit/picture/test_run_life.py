@@ -167,3 +167,27 @@ def test_a_resume_not_yet_in_status_json_shows_starting_then_why_it_died(
         "ended before writing status.json: ValueError: Cannot resume from it"
     )
     assert (info.attempts[-1].epochs, info.attempts[-1].seconds) == (0, 3.0)
+
+
+def test_time_and_cost_after_a_resume_count_both_attempts(tmp_path: Path) -> None:
+    """Item 4, with no launch record at all (trained and resumed with libreyolo itself):
+    22 epochs of 2.4 s before the kill, a resume from epoch 20 that completed in 26 s. The
+    run's time is both attempts' (52.8 + 26 s), its cost too, not the last one's 26 s."""
+    run = tmp_path / "runs" / "exp"
+    run.mkdir(parents=True)
+    rows = [{"epoch": e, "time": 2.4} for e in range(1, 23)]
+    rows += [{"epoch": e, "time": 2.6} for e in range(21, 31)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t0 = time.time() - 600
+    status = {
+        "state": "completed", "pid": dead_pid(), "total_epochs": 30, "start_epoch": 21,
+        "completed_epochs": 10, "started_at": iso(t0), "updated_at": iso(t0 + 26),
+        "elapsed_seconds": 26.0, "mean_epoch_seconds": 2.6,
+    }  # fmt: skip
+    (run / "status.json").write_text(json.dumps(status))
+    snap = _refresh(run.parent, time.time())
+    (info,) = snap.runs
+    assert info.elapsed_seconds == pytest.approx(52.8 + 26.0)
+    view = cost_once(Settings(price_per_hour=36.0), time.time(), snap.runs, info)
+    assert view.run_spent == pytest.approx((52.8 + 26.0) / 100)
+    assert info.mean_epoch_seconds == pytest.approx((22 * 2.4 + 10 * 2.6) / 32)
