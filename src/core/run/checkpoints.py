@@ -242,6 +242,9 @@ class CheckpointLister:
                 continue
             if now is not None and 0 <= now - e.mtime < WRITING_S:
                 continue  # may be being written: checked once it has been still a moment
+            if outside_run(self.run_dir, e.path) is not None:  # never read (its problem says)
+                e.checked, e.checked_for = None, e.sig
+                continue
             e.checked, e.checked_for = check_checkpoint(e.path, name), e.sig
             budget -= 1
 

@@ -304,3 +304,17 @@ def test_validity_checks_are_bounded_a_call(tmp_path: Path) -> None:
     for _ in range(3):
         last = lister.checkpoints(CheckpointRows(), Settings(), now=time.time())
     assert all(c.valid for c in last)
+
+
+def test_a_checkpoint_outside_the_run_is_never_read(tmp_path: Path) -> None:
+    """A symlink out of the run: its problem says so; the validity check does not open it."""
+    outside = tmp_path / "elsewhere.pt"
+    outside.write_bytes(b"")
+    run = tmp_path / "r"
+    (run / "weights").mkdir(parents=True)
+    (run / "weights" / "best.pt").symlink_to(outside)
+    old = time.time() - 600
+    os.utime(outside, (old, old))
+    lister = CheckpointLister(str(run))
+    (best,) = lister.checkpoints(CheckpointRows(), Settings(), now=time.time())
+    assert best.problem.startswith("best.pt resolves to") and best.valid is None
