@@ -1,11 +1,13 @@
-"""`rgpu-tui resume RUN_DIR`: continue a DEAD or FAILED run from its weights/last.pt, in its
-own directory, detached like `launch`. The checks, the command and the start are core's
+"""`rgpu-tui resume RUN_DIR [--from best|last|epoch_N|PATH]`: continue a DEAD or FAILED run
+from its newest complete checkpoint (or the one named), in its own directory, detached like
+`launch`. The checks, the command and the start are core's
 (core.launch.resume); here the arguments are read and the result printed."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from ..core.base.config import add_settings_flags
@@ -18,13 +20,23 @@ def resume_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="rgpu-tui resume",
         description="Resume a run that died or failed: start `libreyolo train "
-        "model=RUN_DIR/weights/last.pt resume=True data=DATA device=DEVICE` detached (it "
-        "survives this shell), continuing in RUN_DIR. DATA and DEVICE are the run's own "
-        "(its train_config.yaml); libreyolo restores every other setting from the "
-        "checkpoint. Refused (exit 1) while the run's process is alive, for a completed "
-        "run, and without a weights/last.pt.",
+        "model=RUN_DIR/weights/CHECKPOINT resume=True data=DATA device=DEVICE` detached (it "
+        "survives this shell), continuing in RUN_DIR. CHECKPOINT is the newest complete one "
+        "of last.pt, epoch_N.pt and best.pt (a torn file, e.g. a 0-byte last.pt left by a "
+        "kill, is renamed NAME.torn-TIME and skipped), or the one --from names. DATA and "
+        "DEVICE are the run's own (its train_config.yaml); libreyolo restores every other "
+        "setting from the checkpoint. Refused (exit 1) while the run's process is alive, "
+        "for a completed run, and without a complete checkpoint.",
     )
-    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (holds weights/last.pt)")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (holds weights/)")
+    p.add_argument(
+        "--from",
+        dest="choice",
+        default=None,
+        metavar="CHECKPOINT",
+        help="best, last, epoch_N or the path of a .pt checkpoint (default: the newest "
+        "complete one of last.pt, epoch_N.pt and best.pt, by the epoch it holds)",
+    )
     p.add_argument(
         "--data",
         default=None,
@@ -58,7 +70,9 @@ def cmd_resume(argv: list[str]) -> int:
     from ..core.launch.resume import ResumeError, start_resume
 
     try:
-        plan, record = start_resume(args.run_dir, data=args.data, device=args.device)
+        plan, record = start_resume(
+            args.run_dir, data=args.data, device=args.device, choice=args.choice
+        )
     except ResumeError as exc:
         if args.json:
             json.dump({"state": "refused", "error": str(exc)}, sys.stdout, indent=2)
@@ -88,7 +102,9 @@ def cmd_resume(argv: list[str]) -> int:
         done = plan.completed_epochs
         total = f"/{plan.total_epochs}" if plan.total_epochs else ""
         since = f" after epoch {done}{total}" if done is not None else ""
-        print(f"resumed: pid {record.pid} ({plan.state}{since})")
+        print(f"resumed: pid {record.pid} ({plan.state}{since}) {plan.from_text()}")
+        for old, new in zip(plan.set_aside, plan.set_aside_as, strict=False):
+            print(f"set aside: {os.path.basename(old)} (torn) kept as {new}")
         print(f"command: {record.command}")
         print(f"console log: {record.console_log}")
         hf = hf_status()

@@ -168,7 +168,7 @@ def test_pull_all_is_a_byte_identical_round_trip_and_a_second_pull_touches_nothi
     assert proc.stdout.count("downloaded ") == len(want)
     # the checkpoints came from the "CDN" origin, which never saw the token
     assert hub.cdn_auth_headers[cdn_before:] == [None, None, None]
-    assert "downloading weights/best.pt (300.2 KB)..." in proc.stdout.splitlines()
+    assert "downloading weights/best.pt (300.2 kB)..." in proc.stdout.splitlines()
 
     before = stats(out / "exp1")
     gets = hub.count("GET", r"/resolve/|/cdn/")
@@ -526,3 +526,33 @@ def test_huggingface_hub_downloads_from_the_local_hub_with_its_own_checks(pushed
     )
     [info] = HfApi(endpoint=hub.url, token=WRITE_TOKEN).get_paths_info(REPO, ["exp1/best.pt"])
     assert (info.lfs.sha256, info.lfs.size) == (hashlib.sha256(best).hexdigest(), len(best))
+
+
+def test_a_torn_checkpoint_on_the_hub_is_never_written(hub, tmp_path) -> None:
+    """Another tool put a torn last.pt (a zip cut short) on the Hub: it matches the Hub's
+    sha256, but is no checkpoint (core.run.torch_checkpoint): pull writes nothing under
+    the real name, not even with --force over a good local one, and says why."""
+    from huggingface_hub import HfApi
+
+    from rgpu_tui.core.hub.hub_client import configure_hub
+
+    configure_hub(30.0)  # LFS, as the local Hub speaks it (no xet)
+    hub.create_repo(REPO)
+    whole = checkpoint_bytes(300_000, 5)
+    torn = tmp_path / "torn.pt"
+    torn.write_bytes(whole[: len(whole) // 2])
+    HfApi(endpoint=hub.url, token=WRITE_TOKEN).upload_file(
+        path_or_fileobj=str(torn), path_in_repo="exp7/last.pt", repo_id=REPO
+    )
+    out = tmp_path / "restore"
+    good = out / "exp7" / "weights" / "last.pt"
+    good.parent.mkdir(parents=True)
+    good.write_bytes(whole)
+    proc = rgpu(
+        hub.url, tmp_path, "pull", REPO, "exp7", "--to", str(out), "--file", "last", "--force"
+    )
+    assert proc.returncode == 1
+    assert "weights/last.pt on the Hub: last.pt is not a complete torch checkpoint" in proc.stderr
+    assert "nothing written" in proc.stderr
+    assert good.read_bytes() == whole
+    assert not list(good.parent.glob("*.pull"))

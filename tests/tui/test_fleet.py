@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from support.checkpoints import checkpoint_bytes
 from textual.widgets import OptionList
 
 from rgpu_tui.core.base.config import Settings
@@ -124,7 +125,7 @@ def machines(runs_root, tmp_path):
     h2: a dead run and a completed one (1 GPU, idle, $1.50/h); h3: refuses the connection."""
     live = runs_root.root / "live_exp"
     (live / "weights").mkdir()
-    (live / "weights" / "best.pt").write_bytes(b"x" * 200_000)
+    (live / "weights" / "best.pt").write_bytes(checkpoint_bytes(200_000, seed=1))
     h2 = tmp_path / "h2runs"
     h2.mkdir()
     shutil.copytree(FIXTURE_RUN, h2 / "done", ignore=shutil.ignore_patterns("val", "weights"))
@@ -358,7 +359,7 @@ async def test_p_pushes_through_the_agent_with_the_same_dialog(runs_root, machin
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = str(app.screen.query_one("#body").render())
-        assert f"{live}/weights/best.pt" in body and "0.2 MB" in body
+        assert f"{live}/weights/best.pt" in body and "200.2 kB, epoch 30" in body
         assert "alice/exp: live_exp/best.pt" in body  # the host's own target
         await pilot.press("enter")
         await wait_for(pilot, lambda: any(c["cmd"] == "push" for c in h1.sent))

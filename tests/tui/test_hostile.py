@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from rich.text import Text
+from support.checkpoints import checkpoint_bytes
 from support.hostile import (
     HOSTILE_NAME,
     SAMPLE_RUN,
@@ -116,7 +117,7 @@ async def test_a_run_named_with_markup_in_a_notice_and_a_pick_list(tmp_path: Pat
     # a file name cannot hold "/": the markup that needs no slash
     run = _markup_run(root, "[@click=app.quit]x[bold]\x1b]0;T\x07")
     (run / "weights").mkdir()
-    (run / "weights" / "[@click=app.quit]odd[red].pt").write_bytes(b"x")
+    (run / "weights" / "[@click=app.quit]odd[red].pt").write_bytes(checkpoint_bytes(10, 1))
     app = _app(root, hub_repo="alice/ckpts")
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
@@ -130,7 +131,7 @@ async def test_a_run_named_with_markup_in_a_notice_and_a_pick_list(tmp_path: Pat
         await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
         await pilot.pause()
         labels = [str(o.prompt) for o in app.screen.query_one("OptionList")._options]
-        assert "[@click=app.quit]odd[red].pt" in labels
+        assert labels[0].startswith("[@click=app.quit]odd[red].pt  ")  # its size follows
         await pilot.press("enter")  # picks it: the confirm dialog with the run's path
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.pause()

@@ -16,7 +16,7 @@ from support.checkpoints import checkpoint_bytes
 from textual.widgets import OptionList
 
 from rgpu_tui.core.base.config import Settings
-from rgpu_tui.core.base.formatting import fmt_number
+from rgpu_tui.core.base.formatting import fmt_bytes, fmt_number
 from rgpu_tui.core.records.push_records import read_pushes
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen
@@ -36,7 +36,7 @@ async def test_p_pushes_best_pt_and_the_header_says_so(tmp_path, hub):
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = str(app.screen.query_one("#body").render())
         assert str(run / "weights" / "best.pt") in body
-        assert "0.2 MB, epoch 37, mAP50-95 0.4123" in body
+        assert "200.2 kB, epoch 37, mAP50-95 0.4123" in body
         assert "alice/ckpts: exp1/best.pt" in body
         await pilot.press("enter")
         await wait_for(pilot, lambda: any("Pushed best.pt" in n for n in notices(app)), 60)
@@ -187,17 +187,71 @@ async def test_the_push_dialogs_show_the_snapshot_and_read_no_file(tmp_path, mon
         await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
         options = app.screen.query_one(OptionList)
         labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
-        assert labels[:3] == ["best.pt", "last.pt", "epoch_5.pt"] and len(labels) == 4
+        assert [label.split()[0] for label in labels[:3]] == ["best.pt", "last.pt", "epoch_5.pt"]
+        assert len(labels) == 4 and labels[0].startswith("best.pt     200.2 kB, epoch 37")
         await pilot.press("down", "down", "enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = str(app.screen.query_one("#body").render())
         epoch5 = sel.checkpoint("epoch_5.pt")
-        assert f"{epoch5.size / 1e6:.1f} MB, epoch 5, mAP50-95 {fmt_number(epoch5.metric)}" in body
+        assert f"{fmt_bytes(epoch5.size)}, epoch 5, mAP50-95 {fmt_number(epoch5.metric)}" in body
         assert "a/b: exp1/epoch_5.pt" in body
         await pilot.press("escape")
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        assert "0.2 MB, epoch 37, mAP50-95 0.4123" in str(app.screen.query_one("#body").render())
+        assert "200.2 kB, epoch 37, mAP50-95 0.4123" in str(app.screen.query_one("#body").render())
         await pilot.press("escape")
         await pilot.pause()
     assert ui_io == []
+
+
+async def test_the_push_dialogs_mark_a_torn_file_and_never_offer_it_first(tmp_path):
+    """A SIGKILL tore best.pt (cut short) and last.pt (0 bytes): `P` lists every file with
+    its size, epoch and validity, the torn ones marked, the newest valid epoch_N.pt
+    highlighted; `p` offers that file; picking a torn one is refused with the reason."""
+    run = make_run(tmp_path / "runs")
+    weights = run / "weights"
+    whole = (weights / "best.pt").read_bytes()
+    (weights / "best.pt").write_bytes(whole[: len(whole) // 2])
+    (weights / "last.pt").write_bytes(b"")
+    (weights / "epoch_5.pt").write_bytes(checkpoint_bytes(1000, seed=5))
+    (weights / "epoch_37.pt").write_bytes(checkpoint_bytes(1000, seed=37))
+    old = os.stat(run).st_mtime - 600
+    for path in weights.iterdir():
+        os.utime(path, (old, old))
+    app = RgpuApp(
+        root=str(run.parent), interval=0.2, fake_gpus=1, settings=Settings(hub_repo="alice/ckpts")
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(
+            pilot,
+            lambda: (
+                app.snapshot is not None
+                and app.snapshot.selected is not None
+                and len(app.snapshot.selected.checkpoints) == 4
+                and all(
+                    getattr(c, "valid", 0) is not None for c in app.snapshot.selected.checkpoints
+                )
+            ),
+        )
+        await pilot.press("P")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
+        options = app.screen.query_one(OptionList)
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert labels[1] == "last.pt      0 B, INVALID (torn or not a checkpoint)"
+        assert labels[0].startswith("best.pt      ") and labels[0].endswith(
+            "INVALID (torn or not a checkpoint)"
+        )
+        assert labels[3].startswith("epoch_37.pt ") and "epoch 37, mAP50-95 0.4123" in labels[3]
+        assert "INVALID" not in labels[2] + labels[3]
+        assert options.get_option_at_index(options.highlighted).id == "epoch_37.pt"
+        await pilot.press("up", "up", "enter")  # last.pt
+        await wait_for(
+            pilot, lambda: any("not pushed: last.pt is empty" in n for n in notices(app))
+        )
+        assert not isinstance(app.screen, ConfirmScreen)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        body = str(app.screen.query_one("#body").render())
+        size = fmt_bytes(os.path.getsize(weights / "epoch_37.pt"))
+        assert f"{weights / 'epoch_37.pt'}\n{size}, epoch 37" in body
+        await pilot.press("escape")

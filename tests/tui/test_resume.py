@@ -14,11 +14,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from support.checkpoints import epoch_checkpoint
+from textual.widgets import OptionList
 
 import rgpu_tui.core.launch.launch_spec as launch_spec_mod
 from rgpu_tui.core.records.launch_records import read_launches
 from rgpu_tui.tui.app import RgpuApp
-from rgpu_tui.tui.screens.dialogs import ConfirmScreen
+from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen
 
 from .helpers import notices, wait_for
 
@@ -68,7 +70,7 @@ def project(tmp_path: Path, monkeypatch):
         rows = [json.dumps({"epoch": e, "train/loss": 1.0 / e}) for e in range(1, epochs + 1)]
         (run / "metrics.jsonl").write_text("\n".join(rows) + "\n")
         (run / "train_config.yaml").write_text(f"data: {data}\ndevice: cpu\nepochs: 4\n")
-        (run / "weights" / "last.pt").write_bytes(b"PK checkpoint")
+        (run / "weights" / "last.pt").write_bytes(epoch_checkpoint(epochs, 4))
         mtime = time.time() - (100 if name == "dead" else 200)  # dead first in the list
         for path in run.iterdir():
             os.utime(path, (mtime, mtime))
@@ -101,9 +103,10 @@ async def test_r_confirms_with_the_command_and_resumes_in_place(project: Path) -
         await _select(pilot, app, "dead")
         assert app.snapshot.selected_run.state == "dead"
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
         body = str(app.screen.query_one("#body").render())
         assert "Resume dead (DEAD after epoch 2/4) in its own directory?" in body
+        assert "From weights/last.pt (epoch 2): no epoch is trained again." in body
         command = body.splitlines()[1]
         assert shlex.split(command)[1:] == [
             "train",
@@ -136,9 +139,9 @@ async def test_r_escape_starts_nothing(project: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await _select(pilot, app, "dead")
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        await wait_for(pilot, lambda: not isinstance(app.screen, PickScreen))
         assert read_launches(str(project)) == []
 
 
@@ -152,7 +155,7 @@ async def test_r_refuses_a_completed_run(project: Path) -> None:
         assert read_launches(str(project)) == []
 
 
-async def test_r_without_last_pt_says_so_in_one_line(project: Path) -> None:
+async def test_r_without_a_checkpoint_says_so_in_one_line(project: Path) -> None:
     (project / "dead" / "weights" / "last.pt").unlink()
     app = RgpuApp(root=str(project), interval=0.2, fake_gpus=1)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -160,7 +163,7 @@ async def test_r_without_last_pt_says_so_in_one_line(project: Path) -> None:
         await pilot.press("r")
         await wait_for(pilot, lambda: any("Not resumed" in n for n in notices(app)))
         (notice,) = [n for n in notices(app) if "Not resumed" in n]
-        assert notice.startswith("Not resumed: dead: no weights/last.pt: nothing to resume from")
+        assert notice.startswith("Not resumed: dead: no checkpoint in weights/ (last.pt, epoch_N")
         assert "\n" not in notice
         assert not isinstance(app.screen, ConfirmScreen)
 
@@ -176,3 +179,44 @@ async def test_r_refuses_a_running_run(runs_root) -> None:
         await pilot.press("r")
         await wait_for(pilot, lambda: f"{run.name} is running." in notices(app))
         assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_r_lists_the_checkpoints_and_resumes_from_the_newest_complete_one(
+    project: Path,
+) -> None:
+    """Issue 21 item 1: last.pt torn (0 bytes) by the kill; the dialog lists every
+    candidate with its epoch, size and validity, highlights epoch_2.pt, says what is
+    trained again, and the resume keeps the torn last.pt aside."""
+    run = project / "dead"
+    weights = run / "weights"
+    (weights / "last.pt").write_bytes(b"")
+    (weights / "epoch_1.pt").write_bytes(epoch_checkpoint(1, 4, archive="epoch_1"))
+    (weights / "epoch_2.pt").write_bytes(epoch_checkpoint(2, 4, archive="epoch_2"))
+    app = RgpuApp(root=str(project), interval=0.2, fake_gpus=1)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await _select(pilot, app, "dead")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickScreen))
+        options = app.screen.query_one(OptionList)
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert labels[0].startswith("epoch_2.pt  epoch 2, ")
+        assert labels[1].startswith("epoch_1.pt  epoch 1, ")
+        assert labels[2].startswith("last.pt     0 B, INVALID: last.pt is empty (0 bytes)")
+        assert options.get_option_at_index(2).disabled
+        assert options.get_option_at_index(options.highlighted).id == "epoch_2.pt"
+        body = str(app.screen.query_one("#body").render())
+        assert f"model={weights}/epoch_2.pt" in body
+        assert "Torn, kept aside as NAME.torn-TIME when it starts: last.pt." in body
+        await pilot.press("down")  # epoch_1.pt: the command follows the highlight
+        await wait_for(
+            pilot,
+            lambda: f"model={weights}/epoch_1.pt" in str(app.screen.query_one("#body").render()),
+        )
+        assert "From weights/epoch_1.pt (epoch 1): epoch 2 is trained again." in str(
+            app.screen.query_one("#body").render()
+        )
+        await pilot.press("up", "enter")
+        await wait_for(pilot, lambda: (run / "fake_argv.json").exists())
+        argv = json.loads((run / "fake_argv.json").read_text())
+        assert argv[2] == f"model={weights}/epoch_2.pt"
+        assert [p.name.split(".torn-")[0] for p in weights.glob("*.torn-*")] == ["last.pt"]

@@ -268,11 +268,16 @@ class EventEngine:
                 if run.best_epoch is not None:
                     best += f" at epoch {run.best_epoch}"
             took = f" in {fmt_duration(run.elapsed_seconds)}" if run.elapsed_seconds else ""
+            if took and len(run.attempts) > 1:  # the sum of the attempts' times
+                took += f" over {len(run.attempts)} attempts"
             text = f"{name} completed: epoch {epochs}{best}{took}"
         elif run.state == "failed":
             text = f"{name} failed at epoch {epochs}: {run.error or 'no error given'}"
         elif run.state == "dead":
             text = f"{name} is DEAD at epoch {epochs}: {run.error or 'its process is gone'}"
+            if run.elapsed_seconds:  # every attempt's time, as the cost counts it
+                text += f" (ran {fmt_duration(run.elapsed_seconds)}"
+                text += f" over {len(run.attempts)} attempts)" if len(run.attempts) > 1 else ")"
         else:  # stalled
             text = f"{name} stalled at epoch {epochs}: {run.error or 'no status update'}"
         return self._event(now, RUN_EVENTS[run.state], run.run_dir, text)

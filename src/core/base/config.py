@@ -22,7 +22,8 @@ Unknown keys in the file are errors too (they are nearly always typos). Unknown
 (RGPU_FAKE_GPUS).
 
 A key is one field of `Settings`, declared with `_setting(...)`: adding a key
-is adding that one line (and, if it needs a new kind of value, a parser).
+is adding that one line (and, if it needs a new kind of value, a parser in
+core.base.setting_values).
 
 Times (`balance_at`, `billing_started_at`) are ISO 8601 (`2026-07-31T10:00:00Z`,
 a TOML date-time, or epoch seconds); a time without an offset is local time.
@@ -38,29 +39,25 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
-import math
 import os
 import re
 import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from datetime import date, datetime
 
+from . import setting_values as sv
 from .hosts import HostsError, HostSpec, parse_hosts
+from .push_files import push_files
 from .safeio import NotRegularFile, open_regular
 from .values import (
     COST,
     DISK_GB,
-    METRIC,
     MINUTES,
     MONEY,
     PRICE_PER_HOUR,
     SIGNAL_DELAY_S,
     STORAGE_PRICE,
-    TIMES,
-    Range,
 )
 
 if sys.version_info >= (3, 11):
@@ -78,176 +75,6 @@ MAX_CONFIG_BYTES = 1024 * 1024
 
 class ConfigError(ValueError):
     """A bad setting; str(error) is one line that says where it came from."""
-
-
-# -- value parsers: raw value (TOML value, or a string from env/flags) -> value
-#    They raise ValueError("must be ...") without the value; the loader adds it.
-
-
-def _number(raw) -> float:
-    if isinstance(raw, bool):
-        raise ValueError("must be a number")
-    if isinstance(raw, int) and raw not in METRIC:  # 400 digits: float() would overflow
-        raise ValueError("must be a finite number")
-    if isinstance(raw, (int, float)):
-        value = float(raw)
-    elif isinstance(raw, str):
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ValueError("must be a number") from None
-    else:
-        raise ValueError("must be a number")
-    if not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return value
-
-
-def _within(rng: Range, *, positive: bool = False) -> Callable[[object], float]:
-    """A number in `rng` (core.base.values holds the ranges); more than 0 with `positive`."""
-
-    def parse(raw) -> float:
-        if isinstance(raw, int) and not isinstance(raw, bool) and raw not in METRIC:
-            value = math.inf if raw > 0 else -math.inf  # 400 digits: said out of range
-        else:
-            value = _number(raw)
-        if positive and value <= 0:
-            raise ValueError("must be more than 0")
-        if value < rng.lo:
-            raise ValueError(
-                "must not be negative" if rng.lo == 0 else f"must be at least {rng.lo:,.0f}"
-            )
-        if value > rng.hi:
-            raise ValueError(f"must be at most {rng.hi:,.0f}")
-        return value
-
-    return parse
-
-
-def _when(raw) -> float:
-    """ISO 8601 time (or epoch seconds) -> epoch seconds within core.base.values.TIMES (1970 to
-    2200); no offset means local time. Epoch milliseconds are refused with a hint."""
-    if isinstance(raw, datetime):
-        value = _timestamp(raw)
-    elif isinstance(raw, date):
-        value = _timestamp(datetime(raw.year, raw.month, raw.day))
-    elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        value = _number(raw)
-    else:
-        value = None
-        if isinstance(raw, str):
-            text = raw.strip()
-            try:
-                value = float(text) if re.fullmatch(r"\d+(\.\d*)?", text) else _iso(text)
-            except ValueError:
-                pass
-        if value is None:
-            raise ValueError("must be an ISO 8601 time such as 2026-07-31T10:00:00Z")
-    if value not in TIMES:
-        if value / 1000 in TIMES:
-            raise ValueError("looks like epoch milliseconds: give seconds or an ISO 8601 time")
-        raise ValueError("must be a time from 1970 to 2200")
-    return value
-
-
-def _timestamp(dt: datetime) -> float:
-    try:
-        return dt.timestamp()
-    except (ValueError, OverflowError, OSError):  # year 1 in local time, and the like
-        return -math.inf
-
-
-def _iso(text: str) -> float:
-    if text.endswith(("Z", "z")):  # fromisoformat takes "Z" only from 3.11
-        text = text[:-1] + "+00:00"
-    return _timestamp(datetime.fromisoformat(text))
-
-
-def _text(raw) -> str:
-    if not isinstance(raw, str) or not raw.strip():
-        raise ValueError("must be a non-empty string")
-    return raw.strip()
-
-
-def _repo_id(raw) -> str:
-    text = _text(raw)
-    if not re.fullmatch(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*", text):
-        raise ValueError("must look like ORG/NAME")
-    return text
-
-
-def _choice(*allowed: str) -> Callable[[object], str]:
-    def parse(raw) -> str:
-        text = _text(raw).lower()
-        if text not in allowed:
-            raise ValueError("must be one of " + ", ".join(allowed))
-        return text
-
-    return parse
-
-
-NOTIFY_MAX_ARGS = 64  # an argv for a notification: curl with a few headers fits easily
-NOTIFY_MAX_ARG_CHARS = 4096
-_ARGV_EXAMPLE = '["curl", "-s", "-d", "{message}", "https://ntfy.sh/TOPIC"]'
-
-
-def _command(example: str) -> Callable[[object], tuple[str, ...]]:
-    """A command as an argv list (run without a shell): a TOML array of strings, or (from
-    RGPU_<KEY>) the same as a JSON array. Non-empty, the program not blank, at most
-    NOTIFY_MAX_ARGS arguments of at most NOTIFY_MAX_ARG_CHARS characters, no NUL."""
-
-    def parse(raw) -> tuple[str, ...]:
-        must = f"must be an argv list of strings, e.g. {example} (no shell)"
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except (ValueError, RecursionError):
-                raise ValueError(must) from None
-        if not isinstance(raw, list) or not all(isinstance(arg, str) for arg in raw):
-            raise ValueError(must)
-        if not raw or not raw[0].strip():
-            raise ValueError(must + "; the first one is the program")
-        if len(raw) > NOTIFY_MAX_ARGS:
-            raise ValueError(f"must have at most {NOTIFY_MAX_ARGS} arguments")
-        for arg in raw:
-            if len(arg) > NOTIFY_MAX_ARG_CHARS:
-                raise ValueError(
-                    f"must have arguments of at most {NOTIFY_MAX_ARG_CHARS} characters"
-                )
-            if "\0" in arg:
-                raise ValueError("must not hold a NUL character")
-        return tuple(raw)
-
-    return parse
-
-
-_argv = _command(_ARGV_EXAMPLE)
-_STOP_EXAMPLE = '["vastai", "stop", "instance", "12345"]'
-
-
-def _stop_command(raw) -> tuple[str, ...]:
-    """autostop_command: an argv list whose $VAR / ${VAR} references are well formed (they
-    are filled in from the environment when it runs: core.base.env_expand)."""
-    from .env_expand import check_template
-
-    argv = _command(_STOP_EXAMPLE)(raw)
-    problem = check_template(argv)
-    if problem:
-        raise ValueError(problem)
-    return argv
-
-
-_TRUE = ("true", "yes", "on", "1")
-_FALSE = ("false", "no", "off", "0")
-
-
-def _flag(raw) -> bool:
-    """A TOML boolean, or (from the environment) true/false, yes/no, on/off, 1/0."""
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.strip().lower() in _TRUE + _FALSE:
-        return raw.strip().lower() in _TRUE
-    raise ValueError("must be true or false")
 
 
 def _setting(
@@ -270,77 +97,88 @@ class Settings:
     """What the user told us. None: not set (the code that uses it says what it falls back to)."""
 
     price_per_hour: float | None = _setting(
-        _within(PRICE_PER_HOUR), "USD per hour for the whole machine", flag=True, metavar="USD"
+        sv.within(PRICE_PER_HOUR), "USD per hour for the whole machine", flag=True, metavar="USD"
     )
     disk_gb: float | None = _setting(
-        _within(DISK_GB),
+        sv.within(DISK_GB),
         "allocated disk in GB (default: the filesystem that holds the runs)",
         flag=True,
         metavar="GB",
     )
     storage_price_gb_month: float | None = _setting(
-        _within(STORAGE_PRICE),
+        sv.within(STORAGE_PRICE),
         "USD per GB per month of disk (billed while stopped)",
         flag=True,
         metavar="USD",
     )
     rebuild_cost: float | None = _setting(
-        _within(COST),
+        sv.within(COST),
         "USD to rent again, pull, install and re-stage data",
         flag=True,
         metavar="USD",
     )
     balance: float | None = _setting(
-        _within(MONEY), "prepaid credit left at balance_at, USD", flag=True, metavar="USD"
+        sv.within(MONEY), "prepaid credit left at balance_at, USD", flag=True, metavar="USD"
     )
-    balance_at: float | None = _setting(_when, "when the balance was read (ISO 8601)")
+    balance_at: float | None = _setting(sv.when, "when the balance was read (ISO 8601)")
     billing_started_at: float | None = _setting(
-        _when, "when billing started (ISO 8601; default: when this container started)"
+        sv.when, "when billing started (ISO 8601; default: when this container started)"
     )
     idle_minutes: float = _setting(
-        _within(MINUTES, positive=True), "minutes idle before the idle banner", default=10.0
+        sv.within(MINUTES, positive=True), "minutes idle before the idle banner", default=10.0
     )
     # pushing checkpoints to the Hugging Face Hub
     hub_repo: str | None = _setting(
-        _repo_id, "Hub repo for checkpoints, ORG/NAME (created private)", flag=True, metavar="REPO"
+        sv.repo_id,
+        "Hub repo for checkpoints, ORG/NAME (created private)",
+        flag=True,
+        metavar="REPO",
     )
     hub_path: str = _setting(
-        _text, "path in the repo; {run} and {file} are filled in", default="{run}/{file}"
+        sv.plain_text, "path in the repo; {run} and {file} are filled in", default="{run}/{file}"
     )
     auto_push: str = _setting(
-        _choice("off", "best", "period"),
+        sv.choice("off", "best", "period"),
         "push best.pt after each new best (best) or each epoch_N.pt (period)",
         default="off",
     )
+    auto_push_files: tuple[str, ...] = _setting(
+        push_files,
+        'with auto_push on: ["best"] (default), or ["best", "last"] to push last.pt after '
+        'each epoch too (what a resume needs); with period, "last" adds last.pt',
+        default=("best",),
+    )
     # launching and stopping runs
-    model: str = _setting(_text, "default model of the launch form", default="LibreYOLO9s.pt")
+    model: str = _setting(
+        sv.plain_text, "default model of the launch form", default="LibreYOLO9s.pt"
+    )
     stop_term_after: float = _setting(
-        _within(SIGNAL_DELAY_S, positive=True),
+        sv.within(SIGNAL_DELAY_S, positive=True),
         "seconds after SIGINT before a stop sends SIGTERM",
         default=30.0,
     )
     stop_kill_after: float = _setting(
-        _within(SIGNAL_DELAY_S, positive=True),
+        sv.within(SIGNAL_DELAY_S, positive=True),
         "seconds after SIGINT before a stop sends SIGKILL",
         default=60.0,
     )
     # what `rgpu-tui watch` does with an event (core.away.events, core.away.notify)
     notify_command: tuple[str, ...] | None = _setting(
-        _argv,
+        sv.argv,
         "argv run for each event by `rgpu-tui watch`; {event} {run} {message} {host} filled in",
     )
     notify_new_best: bool = _setting(
-        _flag, "also report each new best epoch of a run (event new_best)", default=False
+        sv.flag, "also report each new best epoch of a run (event new_best)", default=False
     )
     # what `rgpu-tui watch` runs once the machine idles with every run's weights on the Hub
     # (core.away.autostop); off unless both are set
     autostop_command: tuple[str, ...] | None = _setting(
-        _stop_command,
+        sv.stop_command,
         "argv `rgpu-tui watch` runs to stop the machine once it idled autostop_idle_minutes "
         "with every run's weights on the Hub; $VAR and ${VAR} come from the environment",
     )
     autostop_idle_minutes: float | None = _setting(
-        _within(MINUTES, positive=True),
+        sv.within(MINUTES, positive=True),
         "minutes idle before autostop_command runs (fractions allowed: 0.5 is 30 s)",
     )
     # the machines of `rgpu-tui fleet`: [[hosts]] tables of the file only (core.base.hosts)

@@ -64,7 +64,7 @@ def fmt_rate(per_hour: float | None) -> str:
     return fmt_price(per_hour, "h")
 
 
-BYTE_UNITS = ("B", "KB", "MB", "GB", "TB")
+BYTE_UNITS = ("B", "kB", "MB", "GB", "TB")
 
 
 def _byte_unit(n: float) -> int:

@@ -44,8 +44,10 @@ or a number, echoed in its result):
     {"cmd": "stop", "run": RUN_DIR}                     core.launch.stop.stop_run; "stop" in the
                                                         result is its StopResult
     {"cmd": "resume", "run": RUN_DIR, "check": false,   core.launch.resume: "check" only plans
-     "data": PATH, "device": D}                         (the confirm dialog's command),
-                                                        else starts it; "plan", "launch"
+     "data": PATH, "device": D, "from": "epoch_20"}     (the confirm dialog's command),
+                                                        else starts it, from the newest
+                                                        complete checkpoint or "from";
+                                                        "plan", "launch"
 
 RUN_DIR must be one of the runs of the last snapshot. A push, a stop and a resume run
 in threads of their own, so the refresh stream never stops. The agent ends when stdin
@@ -402,6 +404,7 @@ class Agent:
         run_dir = self._run_dir(cmd)
         data = _text(cmd.get("data"), "data", required=False)
         device = _text(cmd.get("device"), "device", required=False)
+        choice = _text(cmd.get("from"), "from", required=False)
         check = cmd.get("check", False)
         if not isinstance(check, bool):
             raise CommandError('"check" must be true or false')
@@ -413,11 +416,12 @@ class Agent:
 
         def work() -> None:
             try:
+                choose = {"choice": choice} if choice is not None else {}
                 if check:
-                    plan = plan_fn(run_dir, data=data, device=device)
+                    plan = plan_fn(run_dir, data=data, device=device, **choose)
                     self._answer(ident, True, None, plan=plan.to_json())
                     return
-                plan, record = start_fn(run_dir, data=data, device=device)
+                plan, record = start_fn(run_dir, data=data, device=device, **choose)
             except ResumeError as exc:
                 self._answer(ident, False, str(exc))
                 return

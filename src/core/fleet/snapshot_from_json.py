@@ -5,8 +5,9 @@
 keeps. What the JSON does not keep comes back as follows:
 
 - times written as ISO text (`generated_at`, the cost's `billing_started_at` and
-  `balance_runs_out_at`, the pushes' `last_ok_at`: any number field given as text is
-  read as an ISO time) come back in whole seconds;
+  `balance_runs_out_at`, the pushes' `last_ok_at`, an attempt's `started_at` and
+  `ended_at`: any number field given as text is read as an ISO time) come back in whole
+  seconds;
 - RunInfo: `activity` is 0.0 (the list keeps its order, newest first), `started_at` is
   None, `updated` is status.json's `updated_at` text parsed as the run reader parses it;
 - NaN and infinities were written as null: they come back as None;

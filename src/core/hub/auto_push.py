@@ -28,6 +28,8 @@ class AutoPushState:
     best_epoch: int | None = None
     best_file: tuple[int, int, int] | None = None  # (inode, size, mtime_ns) of best.pt
     epochs: set[int] = field(default_factory=set)
+    last_primed: bool = False
+    last_file: tuple[int, int, int] | None = None  # of last.pt (auto_push_files "last")
 
 
 def _record_time(record: dict | None) -> float:
@@ -67,13 +69,48 @@ def auto_push_requests(
     (MetricsReader.last_row) and its weights listing (read from disk when None).
 
     "best": best.pt each time it is rewritten (its inode, size or mtime changes) or the
-    row's best_epoch changes. "period": each epoch_N.pt not seen before. The first call
+    row's best_epoch changes. "period": each epoch_N.pt not seen before. With "last" in
+    settings.auto_push_files, last.pt each time it is rewritten too (in either mode); with
+    only "last" there, best.pt is not pushed by "best". The first call
     only notes what exists, unless a push record of this run shows it was pushed before
     (then what came since is pushed) or catch_up is True (then what has not been pushed
     yet is). Mutates `state`. A push of an unchanged file is skipped cheaply, so an
     extra request (a rewrite seen twice) costs a copy, not a commit."""
     mode = getattr(settings, "auto_push", "off")
     if mode not in ("best", "period"):
+        return []
+    files = getattr(settings, "auto_push_files", ("best",))
+    out = _best_or_period(run_dir, mode, files, last_row, state, weights, catch_up)
+    if "last" in files:
+        out.extend(_last(run_dir, state, weights, catch_up))
+    return out
+
+
+def _last(run_dir: str, state: AutoPushState, weights, catch_up: bool) -> list[PushRequest]:
+    """last.pt each time it is rewritten (every epoch): the weights a resume needs. The
+    first call notes it, unless it changed since its last push record (or catch_up)."""
+    if weights is not None and "last.pt" not in set(weights):
+        return []
+    try:
+        st = os.stat(os.path.join(run_dir, "weights", "last.pt"))
+    except OSError:
+        return []
+    sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+    if not state.last_primed:
+        state.last_primed, state.last_file = True, sig
+        record = last_push(run_dir, "last.pt", ok_only=True)
+        if record is None and not catch_up:
+            return []
+        newer = st.st_mtime > _record_time(record) + 1.0  # records keep whole seconds
+        return [PushRequest(run_dir, "last.pt")] if record is None or newer else []
+    changed, state.last_file = sig != state.last_file, sig
+    return [PushRequest(run_dir, "last.pt")] if changed else []
+
+
+def _best_or_period(
+    run_dir: str, mode: str, files, last_row, state: AutoPushState, weights, catch_up: bool
+) -> list[PushRequest]:
+    if mode == "best" and "best" not in files:
         return []
     if mode == "best":
         if weights is not None and "best.pt" not in set(weights):

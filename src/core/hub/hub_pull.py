@@ -13,10 +13,12 @@ Every file is pinned to one commit (the repo's head when the pull starts) and ve
 the way huggingface_hub's `verify_repo_checksums` does: against the LFS sha256 the Hub
 lists for the file (a checkpoint), or its git blob sha1 (a small text file the Hub keeps
 in git). The bytes go to a private (0600) temporary file in the target directory, hashed
-as they arrive, and are `os.replace`d to the real name only when size and hash match: a
-mismatch, a broken-off download or an interruption leaves nothing under the real name
-(and removes the temporary file). A local file with the same content is left alone
-("already here"); a different one is replaced only with `force`.
+as they arrive, and are `os.replace`d to the real name only when size and hash match (and a
+checkpoint is a complete torch checkpoint, core.run.torch_checkpoint: a torn file pushed by
+another tool never replaces a good one): a mismatch, a broken-off download or an
+interruption leaves nothing under the real name (and removes the temporary file). A local
+file with the same content is left alone ("already here"); a different one is replaced only
+with `force`.
 
 The token is read the huggingface_hub way (core.hub.hub_client; a public repo needs none) and
 never printed, recorded or put in an error message; URLs shown lose their credentials.
@@ -39,6 +41,7 @@ from ..base.safeio import NotRegularFile, open_regular
 from ..base.urls import strip_userinfo
 from ..run.hub_target import repo_path
 from ..run.run_files import ARTIFACTS
+from ..run.torch_checkpoint import check_checkpoint
 from .hub_client import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, configure_hub, get_token
 from .hub_errors import describe_error, scrub
 
@@ -522,6 +525,10 @@ def _download(api, repo, revision, want: _Wanted, path: str, *, endpoint, token)
                 f"{want.rel}: the download does not match the Hub's {want.algo} "
                 f"({check.hexdigest()[:12]}... instead of {want.digest[:12]}...): nothing written"
             )
+        if want.rel.endswith(".pt"):  # the one validity check (core.run.torch_checkpoint)
+            torn = check_checkpoint(tmp, want.name).problem
+            if torn is not None:
+                raise _FileFailed(f"{want.rel} on the Hub: {torn}: nothing written")
         try:
             os.replace(tmp, path)
         except OSError as exc:

@@ -13,8 +13,8 @@ version:
    it copies, so memory stays flat whatever the size;
 3. stat the source again: if anything changed, throw the copy away and start
    over (at most `tries` times, then "best.pt keeps changing: tried 5 times");
-4. check the copy is a complete torch checkpoint: a zip archive with a
-   `*/data.pkl` member whose every member passes its CRC check;
+4. check the copy is a complete torch checkpoint (core.run.torch_checkpoint, the one
+   check): a zip archive with a `*/data.pkl` member whose every member passes its CRC check;
 5. `os.replace` the temporary name to the final one and return `Staged`.
 
 Every failure is a `StagingError` whose message is one line, and leaves no
@@ -29,13 +29,13 @@ import re
 import secrets
 import stat
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base.private import private_dir
 from ..base.safeio import NotRegularFile, open_regular
 from ..run.runpath import fd_outside_run
+from ..run.torch_checkpoint import check_checkpoint as check_torch_checkpoint
 
 CHUNK = 1024 * 1024
 _NAME_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<rand>[0-9a-f]+)\.(part|staged)$")
@@ -207,25 +207,11 @@ def _copy(
 
 
 def check_checkpoint(path: str, name: str) -> None:
-    """Raise StagingError unless `path` is a complete torch checkpoint (zip with */data.pkl)."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-            if not any(re.fullmatch(r"[^/]+/data\.pkl", n) for n in names):
-                raise StagingError(
-                    f"{name} is not a torch checkpoint: no */data.pkl in the zip archive"
-                )
-            bad = archive.testzip()
-    except StagingError:
-        raise
-    except zipfile.BadZipFile as exc:
-        raise StagingError(f"{name} is not a complete torch checkpoint (zip): {exc}") from None
-    except (OSError, EOFError, ValueError, RuntimeError) as exc:
-        raise StagingError(f"{name} is not a complete torch checkpoint (zip): {exc}") from None
-    except Exception as exc:  # zlib.error and other decoder failures inside testzip
-        raise StagingError(f"{name} is not a complete torch checkpoint (zip): {exc}") from None
-    if bad is not None:
-        raise StagingError(f"{name} is corrupt: member {bad} fails its CRC check")
+    """Raise StagingError unless `path` is a complete torch checkpoint whose every member
+    passes its CRC check (core.run.torch_checkpoint: the one check, here with the CRCs)."""
+    problem = check_torch_checkpoint(path, name, crc=True).problem
+    if problem is not None:
+        raise StagingError(problem)
 
 
 def _free_bytes(path: str) -> int | None:

@@ -39,6 +39,21 @@ class Checkpoint:
     metric: float | None
     problem: str | None  # why it cannot be pushed: outside the run, not a regular file
     target: PushTarget  # where a push puts it, or why it cannot
+    # a complete torch checkpoint (core.run.torch_checkpoint)? None: not checked (yet)
+    valid: bool | None = None
+    invalid: str | None = None  # why not: "last.pt is empty (0 bytes): torn, ..."
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One process's part of a run: the launch, then each resume (core.records.attempts)."""
+
+    started_at: float | None  # None: only its epoch times are known
+    ended_at: float | None  # None while it runs, or when its end is not known
+    epochs: int | None  # the epochs it trained (its rows in metrics.jsonl)
+    ended: bool
+    seconds: float | None  # its time: ended_at (or now) - started_at, else its epoch times
+    known_by: str  # how: "launch record, exit record", "status.json", "metrics.jsonl epoch times"
 
 
 @dataclass(frozen=True)
@@ -74,6 +89,9 @@ class RunInfo:
     # output keeps updated_at as the text status.json gives)
     started_at: float | None = None
     updated: float | None = None
+    # the run's attempts, oldest first (a launch, then each resume); elapsed_seconds is the
+    # sum of their seconds, the current attempt's included
+    attempts: tuple[Attempt, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 from ..base.formatting import iso
 from ..model.snapshot import (
+    Attempt,
     AutostopPlan,
     CostView,
     GpuView,
@@ -60,8 +61,22 @@ def run_to_json(r: RunInfo) -> dict:
             "task": r.task,
             "problem": r.problem,
             "gpu_indices": list(r.gpu_indices),
+            "attempts": [attempt_to_json(a) for a in r.attempts],
+            "epochs_trained": sum(a.epochs or 0 for a in r.attempts) if r.attempts else None,
         }
     )
+
+
+def attempt_to_json(a: Attempt) -> dict:
+    """One attempt; its times as ISO text (None when not known)."""
+    return {
+        "started_at": iso(a.started_at) if a.started_at is not None else None,
+        "ended_at": iso(a.ended_at) if a.ended_at is not None else None,
+        "epochs": a.epochs,
+        "ended": a.ended,
+        "seconds": a.seconds,
+        "known_by": a.known_by,
+    }
 
 
 def gpus_to_json(g: GpuView, now: float | None = None) -> dict:

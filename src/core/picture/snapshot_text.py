@@ -119,6 +119,8 @@ def snapshot_to_text(s: Snapshot) -> str:
             f"{best_text(r)}"
         )
         out.append(line.rstrip())
+        if len(r.attempts) > 1:
+            out.append(f"          {attempts_text(r)}")
         if r.error:
             out.append(f"          {r.error}")
         if r.problem:
@@ -148,3 +150,14 @@ def snapshot_to_text(s: Snapshot) -> str:
         elif s.selected.log.problem:
             out.append(f"  log: {s.selected.log.problem}")
     return "\n".join(_lines(out))
+
+
+def attempts_text(r: RunInfo) -> str:
+    """ "2 attempts: 53s (22 epochs), 17s (3 epochs)": each one's time and epochs."""
+    parts = []
+    for a in r.attempts:
+        epochs = ""
+        if a.epochs is not None:
+            epochs = f" ({a.epochs} epoch{'s' if a.epochs != 1 else ''})"
+        parts.append(f"{fmt_duration(a.seconds)}{epochs}")
+    return f"{len(r.attempts)} attempts: " + ", ".join(parts)

@@ -5,8 +5,8 @@ returns a new immutable Snapshot. Readers keep their offsets between calls, so
 a refresh costs what was appended, not the size of the files.
 
 A refresh only reads. Launches recorded in `<root>/.rgpu/launches.jsonl` are matched
-to the runs found on disk every time (core.records.launch_runs.match_launches); nothing is
-written back: the commands that act write their own records.
+to the runs found on disk every time (core.picture.launch_rows); nothing is written back:
+the commands that act write their own records.
 """
 
 from __future__ import annotations
@@ -31,13 +31,7 @@ from ..model.snapshot import (
     SelectedRun,
     Snapshot,
 )
-from ..records.launch_records import (
-    LaunchRecord,
-    launch_pseudo_dir,
-    launches_path,
-    read_launches,
-)
-from ..records.launch_runs import RunOnDisk, launch_alive, match_launches, state_without_run
+from ..records.attempts import Rows, StatusSide, mean_epoch_seconds
 from ..records.push_records import push_info, pushes_path, read_pushes
 from ..run.checkpoints import CheckpointLister, artifacts_target, default_checkpoint, metrics_inside
 from ..run.discovery import RUN_MARKERS, RunFinder
@@ -45,11 +39,12 @@ from ..run.hub_target import ARTIFACTS_REQUEST
 from ..run.metrics import CheckpointRows, MetricsReader
 from ..run.status import PidWatch, StatusNumbers, StatusReader, derive_state, stall_limit
 from ..run.tail import LogTail
+from .launch_rows import LaunchRows
+from .run_life import with_attempts
 
 LOG_NAME = "train.log"
 ACTIVITY_FILES = RUN_MARKERS + (LOG_NAME,)
 LOG_TAILS_KEPT = 4
-DIED_LAUNCH_SHOWN_S = 6 * 3600.0  # a launch that died before status.json, shown this long
 NO_NUMBERS = StatusNumbers()
 
 
@@ -81,6 +76,7 @@ class RunWatcher:
         self._checkpoints: CheckpointLister | None = None
         self._metrics_inside: tuple[int, bool] | None = None  # (metrics generation, inside)
         self.odd_files: list[str] = []  # set by activity()
+        self.life: tuple[StatusSide, Rows] | None = None  # what its attempts are made of
 
     def close(self) -> None:
         """Release the pidfd of a running run (the watcher is dropped)."""
@@ -146,7 +142,11 @@ class RunWatcher:
             self._pid.close()
         pid_alive = pid_check.alive if pid_check else None
 
-        mean_epoch = nums.mean_epoch_seconds
+        m = self.metrics
+        rows = Rows(m.row_epochs, m.row_seconds, m.row_timed, m.row_repeats)
+        mean_epoch = mean_epoch_seconds(rows)  # every attempt's epoch times
+        if mean_epoch is None:
+            mean_epoch = nums.mean_epoch_seconds
         status_elapsed = nums.elapsed_seconds
         if mean_epoch is None and status_elapsed and done is not None:
             start_epoch = nums.start_epoch or 1
@@ -218,7 +218,20 @@ class RunWatcher:
             problems.append(f"{self.metrics.source}: {odd_metrics}")
 
         updated_at = st.get("updated_at") if nums.updated_at is not None else None
-        return RunInfo(
+        self.life = (
+            StatusSide(
+                started_at=started_at,
+                pid=pid,
+                updated=nums.updated_at,
+                state=state,
+                status_state=status_state,
+                start_epoch=nums.start_epoch,
+                completed=completed,
+                elapsed=status_elapsed,
+            ),
+            rows,
+        )
+        info = RunInfo(
             run_dir=self.run_dir,
             name=self.name,
             state=state,
@@ -244,6 +257,14 @@ class RunWatcher:
             started_at=started_at,
             updated=nums.updated_at,
         )
+        return self.with_records(info, [], now)
+
+    def with_records(self, info: RunInfo, records: list, now: float, ends=None) -> RunInfo:
+        """`info` with its attempts (core.picture.run_life), given the launch records that
+        are this run's as (record, RecordSpan) pairs."""
+        if self.life is None:
+            return info
+        return with_attempts(info, *self.life, records, now, ends)
 
     def artifacts_target(self, settings) -> PushTarget:
         if self._checkpoints is None:
@@ -338,13 +359,7 @@ class RunsWatcher:
         self.log_keep = log_keep
         self._runs: dict[str, RunWatcher] = {}
         self._logs: OrderedDict[str, tuple[LogTail, int, LogView]] = OrderedDict()
-        # launches from <root>/.rgpu/launches.jsonl whose run has no status.json yet
-        self._launch_key: tuple | None = None
-        self._launch_records: list[LaunchRecord] = []
-        self._launch_final: dict[str, RunInfo] = {}  # died launches (final)
-        self._ended: set[str] = set()  # launches whose process has ended
-        self._matched: tuple | None = None  # ((records key, runs), match) once settled
-        self._log_paths: dict[str, str] = {}  # pseudo run -> its console log
+        self.launches = LaunchRows(self.root)  # the launch records: attempts, own rows
 
     def _name(self, run_dir: str) -> str:
         rel = os.path.relpath(run_dir, self.root)
@@ -391,7 +406,8 @@ class RunsWatcher:
                 info = replace(info, problem=problem)
             infos.append(info)
         try:
-            infos.extend(self._launch_runs(now, infos))
+            infos.extend(self.launches.refresh(now, infos))
+            infos = [self._with_records(info, now) for info in infos]
         except Exception as exc:  # a bad launches.jsonl must not hide the runs
             launches_problem = f"launches.jsonl could not be read: {describe(exc)}"
         else:
@@ -402,7 +418,7 @@ class RunsWatcher:
         chosen = None
         if selected is not None:
             selected = os.path.abspath(selected)
-            if selected in self._runs or selected in self._log_paths:
+            if selected in self._runs or selected in self.launches.log_paths:
                 chosen = selected
         if chosen is None and runs:
             chosen = runs[0].run_dir
@@ -463,81 +479,17 @@ class RunsWatcher:
             artifacts_target=target or artifacts_target(self.settings, chosen),
         )
 
-    def _launch_runs(self, now: float, found: list[RunInfo]) -> list[RunInfo]:
-        """Runs launched from the app or `rgpu-tui launch` that have no run directory among
-        the runs found: "starting" (console log as their log) or, when the process died
-        first, "failed" with the console log's last lines as the error. Reads only."""
-        path = launches_path(self.root)
+    def _with_records(self, info: RunInfo, now: float) -> RunInfo:
+        """A run with the launch records that are its own: its attempts (run_life)."""
         try:
-            st = os.stat(path)
-            key = (st.st_ino, st.st_size, st.st_mtime_ns)
-        except OSError:
-            key = None
-        if key != self._launch_key:
-            self._launch_key = key
-            self._launch_records = read_launches(self.root) if key else []
-        self._log_paths = {}
-        if not self._launch_records:
-            return []
-        on_disk = tuple(RunOnDisk(i.run_dir, i.pid, i.started_at) for i in found)
-        if self._matched is not None and self._matched[0] == (key, on_disk):
-            matched = self._matched[1]  # the same inputs, and no launch left running unmatched
-        else:
-            records = self._launch_records
-            matched = match_launches(records, on_disk, self.root, alive=self._alive)
-            settled = all(
-                r.id in matched or r.died_error or r.returncode is not None or r.id in self._ended
-                for r in records
-            )
-            self._matched = ((key, on_disk), matched) if settled else None
-        out = []
-        for record in self._launch_records:
-            if record.id in matched:
-                continue  # its run directory is watched like any other
-            pseudo = launch_pseudo_dir(self.root, record.id)
-            info = self._launch_final.get(pseudo)
-            if info is None:
-                state = state_without_run(record, now)
-                if state.state == "started":
-                    continue  # found on disk after this refresh's scan: the next one shows it
-                info = self._launch_info(record, pseudo, state)
-                if state.state == "died":
-                    self._launch_final[pseudo] = info
-            if info.state == "failed" and now - record.time > DIED_LAUNCH_SHOWN_S:
-                continue
-            self._log_paths[pseudo] = record.console_log
-            out.append(info)
-        return out
-
-    def _alive(self, record: LaunchRecord) -> bool:
-        """launch_alive, remembering the launches that have ended (they never run again)."""
-        if record.id in self._ended:
-            return False
-        if launch_alive(record):
-            return True
-        self._ended.add(record.id)
-        return False
-
-    @staticmethod
-    def _launch_info(record: LaunchRecord, pseudo: str, state) -> RunInfo:
-        return RunInfo(
-            run_dir=pseudo,
-            name=f"{record.name} (launch)",
-            state="starting" if state.state == "starting" else "failed",
-            pid=record.pid,
-            pid_alive=state.state == "starting",
-            elapsed_seconds=state.elapsed,
-            error=state.error,
-            problem="launched; waiting for status.json (console log below)"
-            if state.state == "starting"
-            else None,
-            activity=record.time,
-        )
+            return self.launches.with_records(info, self._runs.get(info.run_dir), now)
+        except Exception as exc:  # a bug here must not hide the run
+            return replace(info, problem=f"attempts could not be told: {describe(exc)}")
 
     def _log_view(self, run_dir: str) -> LogView:
         entry = self._logs.pop(run_dir, None)
         if entry is None:
-            path = self._log_paths.get(run_dir) or os.path.join(run_dir, LOG_NAME)
+            path = self.launches.log_paths.get(run_dir) or os.path.join(run_dir, LOG_NAME)
             tail = LogTail(path, keep=self.log_keep)
             entry = (tail, -1, None)
         tail, gen, view = entry

@@ -4,7 +4,11 @@ libreyolo puts run NAME under the project as NAME, or NAME2, NAME3... when NAME 
 so the name alone does not say where a launch went. Its run directory is the candidate
 whose status.json carries the launched pid, or the pid of a live descendant of it
 (libreyolo's multi-GPU runs write rank 0's pid), and that did not start before the launch
-(a reused pid). `pick_run_dir` is that rule over runs already read; `match_launches`
+(a reused pid). A resume (core.launch.resume) names its run in its argv (`resume_of`): it is
+an attempt of that run, never a run of its own, and once its pid is in status.json the
+launch that made the run is still that run's (recorded so when the resume starts; without
+that record, the latest launch of the run's family before its first resume that nothing
+else took). `pick_run_dir` is that rule over runs already read; `match_launches`
 applies it to every launch of a project at once, given the runs a refresh found, and
 writes nothing: the refresh calls it every time (core.picture.watch). `find_run_dir` and
 `launch_state` read the candidates' status.json themselves, for the commands that act.
@@ -42,6 +46,32 @@ class RunOnDisk:
 
 
 # -- the rule, over runs already read -------------------------------------------------
+
+
+def _arg(argv: Sequence[str], key: str) -> str | None:
+    for arg in argv:
+        if arg.startswith(key + "="):
+            return arg[len(key) + 1 :]
+    return None
+
+
+def resume_of(record: LaunchRecord) -> str | None:
+    """The run directory a launch record resumes (`resume=True` in its argv): its recorded
+    run directory, else `project=`/`name=` when given, else the run whose weights/ holds
+    the `model=` checkpoint; None for a launch that is no resume."""
+    if "resume=True" not in record.argv:
+        return None
+    if record.run_dir:
+        return record.run_dir
+    project, name = _arg(record.argv, "project"), _arg(record.argv, "name")
+    if project and name:
+        return os.path.join(os.path.abspath(project), name)
+    model = _arg(record.argv, "model")
+    if model:
+        weights = os.path.dirname(os.path.abspath(model))
+        if os.path.basename(weights) == "weights":
+            return os.path.dirname(weights)
+    return None
 
 
 def candidates(runs: Iterable[RunOnDisk], project: str, name: str | None) -> list[RunOnDisk]:
@@ -169,11 +199,17 @@ def match_launches(
         if run.pid is not None:
             by_pid.setdefault(run.pid, []).append(run)
     out: dict[str, str] = {}
+    here_dirs = {run.run_dir for run in here}
+    resumes: dict[str, float] = {}  # run -> the time of its first resume
     for record in records:
-        if record.run_dir:
+        resumed = resume_of(record)
+        if resumed is not None and (record.run_dir or resumed in here_dirs):
+            out[record.id] = resumed  # an attempt of that run, whatever its pid
+            resumes[resumed] = min(resumes.get(resumed, math.inf), record.time)
+        elif record.run_dir:
             out[record.id] = record.run_dir
     for record in records:
-        if record.id in out:
+        if record.id in out or resume_of(record) is not None:
             continue
         # _pick's first pass, by pid: the common case, without scanning the family
         exact = _pick(record.pid, _family(by_pid.get(record.pid, []), record.name), record.time)
@@ -183,8 +219,9 @@ def match_launches(
             got = _pick(record.pid, family(record.name), record.time, descends)
             if got is not None:
                 out[record.id] = got
-    taken = set(out.values())
-    ordered = sorted(records, key=lambda r: r.time)
+    resume_ids = resumed_ids(records)
+    taken = {run for rid, run in out.items() if rid not in resume_ids}
+    ordered = sorted((r for r in records if resume_of(r) is None), key=lambda r: r.time)
     for i, record in enumerate(ordered):
         if record.id in out or record.died_error or running(record):
             continue
@@ -203,7 +240,31 @@ def match_launches(
             first = min(pool, key=lambda r: r.started_at)
             out[record.id] = first.run_dir
             taken.add(first.run_dir)
+    # a resumed run whose status.json now carries the resume's pid and start: the launch
+    # that made it is the latest one of its family, before its first resume, that nothing
+    # else took and that has ended
+    for run_dir, first_resume in resumes.items():
+        if run_dir in taken:
+            continue
+        made = [
+            r
+            for r in ordered
+            if r.id not in out
+            and not r.died_error
+            and r.time < first_resume
+            and os.path.dirname(run_dir) == os.path.abspath(r.project)
+            and _rank(r.name, RunOnDisk(run_dir, None, None)) is not None
+            and not running(r)
+        ]
+        if made:
+            out[max(made, key=lambda r: r.time).id] = run_dir
+            taken.add(run_dir)
     return out
+
+
+def resumed_ids(records: Sequence[LaunchRecord]) -> set[str]:
+    """The ids of the records that are resumes (core.launch.resume)."""
+    return {r.id for r in records if resume_of(r) is not None}
 
 
 # -- reading the candidates from disk (the commands that act) ------------------------------
@@ -308,12 +369,28 @@ def error_from_tail(tail: Sequence[str]) -> str | None:
     return cleaned[-1] if cleaned else None
 
 
-def _base(record: LaunchRecord, now: float) -> dict:
+def launch_end(record: LaunchRecord) -> tuple[float | None, str | None]:
+    """When a launch whose process has ended ended, and how that is known: the exit its
+    launcher recorded, else its console log's last write (the process's last output);
+    (None, None) when neither can be read."""
+    if record.exited_at is not None:
+        return max(record.exited_at, record.time), "exit record"
+    try:
+        mtime = os.stat(record.console_log).st_mtime
+    except (OSError, ValueError):
+        return None, None
+    return max(mtime, record.time), "console log"
+
+
+def _base(record: LaunchRecord, now: float, ended: bool = False) -> dict:
+    """elapsed: since the launch while it runs; from the launch to its end once ended (the
+    same in every app, however late it looks), 0 when its end cannot be told."""
+    end = launch_end(record)[0] if ended else now
     return dict(
         console_log=record.console_log,
         pid=record.pid,
         returncode=record.returncode,
-        elapsed=max(now - record.time, 0.0),
+        elapsed=max((end if end is not None else record.time) - record.time, 0.0),
     )
 
 
@@ -333,14 +410,16 @@ def state_without_run(record: LaunchRecord, now: float) -> LaunchState:
     """The state of a launch no run directory was found for: died when recorded so,
     starting while the launched process lives, else (after one more look on disk, in
     case status.json appeared just before it exited) died, with the console's error."""
-    base = _base(record, now)
     if record.died_error:
+        base = _base(record, now, ended=True)
         return LaunchState("died", None, record.died_error, tail=record.died_tail, **base)
     if record.returncode is None and launch_alive(record):
+        base = _base(record, now)
         return LaunchState("starting", None, None, tail=console_tail(record.console_log), **base)
     run_dir = find_run_dir(record.project, record.pid, record.name, started_after=record.time)
     if run_dir:
-        return LaunchState("started", run_dir, None, **base)
+        return LaunchState("started", run_dir, None, **_base(record, now))
+    base = _base(record, now, ended=True)
     tail = console_tail(record.console_log)
     how = f"exited with status {record.returncode}" if record.returncode is not None else "exited"
     detail = error_from_tail(tail)

@@ -1,11 +1,16 @@
 """A run's checkpoints: which there are, in what order, how big, the epoch and metric each
-holds, why one cannot be pushed, and where a push would put it.
+holds, whether each is a complete torch checkpoint, why one cannot be pushed, and where a
+push would put it.
 
 The refresh builds the selected run's list (`CheckpointLister`, on the refresh thread),
 the Snapshot carries it, and the push dialogs show it: the UI lists no folder and reads
 no file. The epoch and metric come from the rows the run's MetricsReader has already
 read (metrics.CheckpointRows); a push reads them the same way (`checkpoint_epoch_metric`),
-so the dialog and the push record agree.
+so the dialog and the push record agree. Whether a file is complete is
+core.run.torch_checkpoint's check (its zip directory, 10-40 ms for a small model's
+checkpoint), made again only when the file's stat changes, for at most CHECKS_PER_CALL files
+a call (best.pt, last.pt, then the newest epoch_N.pt first), never on a file changed less
+than WRITING_S ago (libreyolo may be writing it: not torn, just not finished).
 """
 
 from __future__ import annotations
@@ -14,15 +19,19 @@ import os
 import re
 from collections.abc import Iterable
 
+from ..base.formatting import fmt_bytes, fmt_number
 from ..model.snapshot import Checkpoint, PushTarget
 from .hub_target import ARTIFACTS_REQUEST, push_target
 from .metrics import CheckpointRows, MetricsReader
 from .run_files import checkpoint_problem
 from .runpath import outside_run
+from .torch_checkpoint import check_checkpoint
 
 EPOCH_FILE_RE = re.compile(r"epoch_(\d+)\.pt")
 MAX_LISTED = 500  # a weights folder with more .pt files lists best, last and the newest
 STABLE_S = 60.0  # a checkpoint unchanged this long is stat'ed again when weights/ changes
+CHECKS_PER_CALL = 4  # validity checks (zip directories read) per refresh, at most
+WRITING_S = 2.0  # a file changed more recently is not checked yet (it may be being written)
 
 
 def resolve(run_dir: str, file: str) -> tuple[str, str]:
@@ -80,22 +89,46 @@ def checkpoint_epoch_metric(run_dir: str, name: str) -> tuple[int | None, str | 
 
 
 def default_checkpoint(checkpoints: Iterable[Checkpoint]) -> str:
-    """What `p` pushes: best.pt, or last.pt when there is no best.pt."""
-    there = {c.name for c in checkpoints if c.exists}
+    """What `p` pushes: best.pt, or last.pt when there is no best.pt; never a file found
+    invalid (torn) when another is not: then last.pt, else the newest epoch_N.pt."""
+    checkpoints = [c for c in checkpoints if c.exists]
+    there = {c.name for c in checkpoints}
+    usable = {c.name for c in checkpoints if c.valid is not False}
+    for name in ("best.pt", "last.pt"):
+        if name in usable:
+            return name
+    epochs = [c.name for c in checkpoints if c.name in usable and EPOCH_FILE_RE.fullmatch(c.name)]
+    if epochs:
+        return max(epochs, key=order_key)
     return "last.pt" if "best.pt" not in there and "last.pt" in there else "best.pt"
+
+
+def validity_text(c: Checkpoint) -> str:
+    """A checkpoint in a few words for the dialogs: "34.9 MB, epoch 20, mAP50-95 0.41",
+    "0 B, INVALID (torn or not a checkpoint)" (a file not checked yet is not marked)."""
+    parts = [fmt_bytes(c.size)]
+    if c.valid is False:  # what the metrics say it holds, it does not hold
+        return f"{parts[0]}, INVALID (torn or not a checkpoint)"
+    if c.epoch is not None:
+        parts.append(f"epoch {c.epoch}")
+    if c.metric is not None:
+        parts.append(f"{c.metric_name or 'metric'} {fmt_number(c.metric)}")
+    return ", ".join(parts)
 
 
 class _Entry:
     """What the lister knows of one listed file."""
 
-    __slots__ = ("path", "sig", "mtime", "built", "built_for")
+    __slots__ = ("path", "sig", "mtime", "built", "built_for", "checked", "checked_for")
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.sig: tuple | None = None  # of its stat; None: not stat'ed, or missing
         self.mtime = 0.0
         self.built: Checkpoint | None = None
-        self.built_for: tuple | None = None  # (sig, rows_key, target)
+        self.built_for: tuple | None = None  # (sig, rows_key, target, checked)
+        self.checked = None  # core.run.torch_checkpoint.Checked of the file at checked_for
+        self.checked_for: tuple | None = None
 
 
 class CheckpointLister:
@@ -181,17 +214,41 @@ class CheckpointLister:
                     e.mtime = st.st_mtime
                 except OSError:
                     e.sig = None
+        self._check(now)
+        for name in self._names:
+            e = self._entries[name]
             target = self.target(settings, name)
-            built_for = (e.sig, rows_key, target)
+            checked = e.checked if e.checked_for == e.sig else None
+            built_for = (e.sig, rows_key, target, checked)
             if e.built is None or e.built_for != built_for:
-                e.built, e.built_for = self._build(name, e, rows, target), built_for
+                e.built, e.built_for = self._build(name, e, rows, target, checked), built_for
                 changed = True
             out.append(e.built)
         if changed:
             self._last = tuple(out)
         return self._last
 
-    def _build(self, name: str, e: _Entry, rows: CheckpointRows, target) -> Checkpoint:
+    def _check(self, now: float | None) -> None:
+        """Check the validity of up to CHECKS_PER_CALL files whose stat changed since
+        their last check: best.pt, last.pt, then the newest epoch_N.pt first."""
+        order = [n for n in self._names if n in ("best.pt", "last.pt")]
+        order += [n for n in reversed(self._names) if n not in ("best.pt", "last.pt")]
+        budget = CHECKS_PER_CALL
+        for name in order:
+            if budget <= 0:
+                return
+            e = self._entries[name]
+            if e.sig is None or e.checked_for == e.sig:
+                continue
+            if now is not None and 0 <= now - e.mtime < WRITING_S:
+                continue  # may be being written: checked once it has been still a moment
+            if outside_run(self.run_dir, e.path) is not None:  # never read (its problem says)
+                e.checked, e.checked_for = None, e.sig
+                continue
+            e.checked, e.checked_for = check_checkpoint(e.path, name), e.sig
+            budget -= 1
+
+    def _build(self, name: str, e: _Entry, rows: CheckpointRows, target, checked) -> Checkpoint:
         epoch, metric_name, metric = epoch_metric(name, rows)
         exists = e.sig is not None
         return Checkpoint(
@@ -204,6 +261,8 @@ class CheckpointLister:
             metric=metric,
             problem=checkpoint_problem(self.run_dir, e.path, name) if exists else None,
             target=target,
+            valid=checked.valid if checked is not None and exists else None,
+            invalid=checked.problem if checked is not None and exists else None,
         )
 
 
@@ -221,6 +280,8 @@ def checkpoint_to_json(c: Checkpoint) -> dict:
         "metric_name": c.metric_name,
         "metric": c.metric,
         "problem": c.problem,
+        "valid": c.valid,
+        "invalid": c.invalid,
         "hub_repo": c.target.repo or None,
         "hub_path": c.target.path,
         "hub_problem": c.target.problem,

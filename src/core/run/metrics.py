@@ -168,9 +168,14 @@ class MetricsReader:
         # per kept row: training seconds spent up to it (every attempt), and its flags
         self._spent = array("d")
         self._flags = array("B")
-        self.time_total = 0.0  # the `time` of every row read, dropped ones included
-        self.time_rows = 0  # rows with a usable `time`
         self.resume_points: list[int] = []  # first epoch of each attempt after the first
+        # every row read, in file order, the rows a resume wrote again included (what the
+        # attempts of a run are counted from, core.records.attempts): its epoch, and the
+        # running sums of the finite `time` (seconds the epoch took) and of the rows with one
+        self.row_epochs = array("q")
+        self.row_seconds = array("d")
+        self.row_timed = array("q")
+        self.row_repeats = array("q")  # the rows whose epoch is not after the previous row's
 
     # -- reading -----------------------------------------------------------
 
@@ -280,9 +285,12 @@ class MetricsReader:
             self.resume_points = points[-MAX_RESUME_POINTS:]
         self._epochs.append(epoch)
         took = checked(row.get("time"), DURATIONS)[0]
-        if took is not None:
-            self.time_total += took
-            self.time_rows += 1
+        before = (self.row_seconds[-1], self.row_timed[-1]) if self.row_epochs else (0.0, 0)
+        if new_attempt(self.row_epochs[-1] if self.row_epochs else None, epoch):
+            self.row_repeats.append(len(self.row_epochs))
+        self.row_epochs.append(epoch)
+        self.row_seconds.append(before[0] + (took or 0.0))
+        self.row_timed.append(before[1] + (took is not None))
         self._spent.append(self.time_total)
         flags = UNVALIDATED if row.get("validated") is False else 0
         appended = 0
@@ -335,6 +343,17 @@ class MetricsReader:
     @property
     def last_epoch(self) -> int | None:
         return self._epochs[-1] if self._epochs else None
+
+    @property
+    def time_total(self) -> float:
+        """Seconds of training: the `time` of every row read, rows a resume wrote again
+        included."""
+        return self.row_seconds[-1] if self.row_seconds else 0.0
+
+    @property
+    def time_rows(self) -> int:
+        """How many rows read had a usable `time`."""
+        return self.row_timed[-1] if self.row_timed else 0
 
     def epochs(self) -> array:
         """The epoch of each kept row, ascending (a copy)."""

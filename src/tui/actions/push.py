@@ -11,11 +11,11 @@ import os
 
 from rich.text import Text
 
-from ...core.base.formatting import fmt_number
 from ...core.base.text import printable
 from ...core.hub.push import PushRequest
 from ...core.hub.push_queue import PushEvent
 from ...core.model.snapshot import SelectedRun
+from ...core.run.checkpoints import validity_text
 from ...core.run.hub_target import ARTIFACTS_REQUEST
 from ..messages import PushUpdate
 from ..screens.dialogs import ConfirmScreen, PickScreen
@@ -36,7 +36,8 @@ class PushActions:
         sel = self._selected_run()
         if sel is None:
             return
-        choices = [(c.name, c.name) for c in sel.checkpoints]
+        width = max((len(c.name) for c in sel.checkpoints), default=0)
+        choices = [(c.name, f"{c.name:<{width}}  {validity_text(c)}") for c in sel.checkpoints]
         choices.append((ARTIFACTS_REQUEST, "small artifacts only (status, metrics, config)"))
         title = "push which file?"
         if sel.checkpoints_not_listed:
@@ -46,7 +47,7 @@ class PushActions:
             if file:
                 self._confirm_push(sel, file)
 
-        self.push_screen(PickScreen(title, choices), picked)
+        self.push_screen(PickScreen(title, choices, default=sel.push_default), picked)
 
     def _selected_run(self) -> SelectedRun | None:
         snap = self.snapshot
@@ -80,13 +81,12 @@ class PushActions:
             if c.problem or target.problem:  # outside the run, a FIFO, a bad hub_path
                 self._push_refused(c.problem or target.problem)
                 return
+            if c.valid is False:  # torn: the push would refuse it (core.run.torch_checkpoint)
+                self._push_refused(f"not pushed: {c.invalid}")
+                return
             # printable before Text, which would drop a BEL or CR unseen
             body.append(printable(c.path) + "\n", style="bold")
-            body.append(f"{(c.size or 0) / 1e6:.1f} MB")
-            if c.epoch is not None:
-                body.append(f", epoch {c.epoch}")
-            if c.metric is not None:
-                body.append(f", {printable(c.metric_name or 'metric')} {fmt_number(c.metric)}")
+            body.append(printable(validity_text(c)))
             body.append("\n")
             where = target.path
         body.append("to ")

@@ -8,6 +8,8 @@ core.launch.resume, core.launch.gpu_probe), in worker threads.
 
 from __future__ import annotations
 
+import os
+
 from rich.text import Text
 from textual import work
 
@@ -15,12 +17,12 @@ from ...core.base.formatting import fmt_duration
 from ...core.base.text import printable
 from ...core.launch.clone import Prefill, prefill
 from ...core.launch.gpu_probe import gpu_preflight, preflight_to_text
-from ...core.launch.resume import ResumeError, ResumePlan, plan_resume, start_resume
+from ...core.launch.resume import ResumeError, ResumePlan, choose, plan_resume, start_resume
 from ...core.launch.stop import stop_run
 from ...core.model.snapshot import RunInfo
 from ...core.records.launch_records import LaunchRecord, is_launch_pseudo_dir
 from ..messages import StopProgress
-from ..screens.dialogs import ConfirmScreen, ReportScreen
+from ..screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
 from ..screens.launch import LaunchScreen, launch_defaults
 
 STOP_PHASE_TEXT = {
@@ -76,7 +78,8 @@ def launch_refusal(run: RunInfo) -> str | None:
 
 
 def resume_body(plan: ResumePlan) -> Text:
-    """The resume confirm dialog's body: the run, where it stopped, the exact command."""
+    """The resume dialog's body: the run, where it stopped, the checkpoint it resumes from
+    (its epoch, the epochs trained again), the exact command, the torn files kept aside."""
     body = Text()
     done = plan.completed_epochs
     after = f" after epoch {done}" + (f"/{plan.total_epochs}" if plan.total_epochs else "")
@@ -86,10 +89,20 @@ def resume_body(plan: ResumePlan) -> Text:
         style="bold",
     )
     body.append(printable(plan.command) + "\n")
+    body.append(printable(plan.from_text()[:1].upper() + plan.from_text()[1:]) + ".\n")
+    if plan.set_aside:
+        names = ", ".join(printable(os.path.basename(p)) for p in plan.set_aside)
+        body.append(f"Torn, kept aside as NAME.torn-TIME when it starts: {names}.\n")
     body.append("Detached like a launch: it keeps training when the app quits.")
     for notice in plan.notices:
         body.append("\n" + printable(notice))
     return body
+
+
+def resume_choices(plan: ResumePlan) -> list[tuple[str, str]]:
+    """The checkpoints a resume may start from, as the dialog lists them."""
+    width = max((len(c.name) for c in plan.candidates), default=0)
+    return [(c.name, f"{c.name:<{width}}  {c.describe()}") for c in plan.candidates]
 
 
 class RunActions:
@@ -201,8 +214,9 @@ class RunActions:
         self.request_refresh()
 
     def action_resume(self) -> None:
-        """`r`: resume a DEAD or FAILED run from its last.pt (core.launch.resume), after a confirm
-        dialog with the exact command; the checks and the start run in a thread."""
+        """`r`: resume a DEAD or FAILED run from its newest complete checkpoint, or another
+        picked in the dialog (core.launch.resume), which shows the exact command; the checks
+        and the start run in threads."""
         snap = self.snapshot
         run = snap.selected_run if snap else None
         if run is None:
@@ -234,17 +248,34 @@ class RunActions:
             pass
 
     def _confirm_resume(self, plan: ResumePlan) -> None:
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._resume_worker(plan.run_dir)
+        """The resume dialog: the checkpoints it may start from (epoch, size, validity; the
+        newest complete one highlighted), the command for the highlighted one."""
 
-        dialog = ConfirmScreen("resume a run", resume_body(plan), "enter: resume")
+        def describe(name: str) -> Text:
+            try:
+                return resume_body(choose(plan, name))
+            except ResumeError as exc:
+                return Text(printable(str(exc)))
+
+        def answered(name: str | None) -> None:
+            if name:
+                self._resume_worker(plan.run_dir, name)
+
+        dialog = PickScreen(
+            "resume a run: from which checkpoint?",
+            resume_choices(plan),
+            default=plan.from_name,
+            body=resume_body(plan),
+            describe=describe,
+            disabled=[c.name for c in plan.candidates if not c.valid],
+            keys="enter: resume from it",
+        )
         self.push_screen(dialog, answered)
 
     @work(thread=True, group="resume")
-    def _resume_worker(self, run_dir: str) -> None:
+    def _resume_worker(self, run_dir: str, choice: str | None = None) -> None:
         try:  # checked again: the run may have changed while the dialog was open
-            plan, record = start_resume(run_dir)
+            plan, record = start_resume(run_dir, choice=choice)
         except ResumeError as exc:
             self._from_thread(self.notify, f"Not resumed: {exc}", severity="error", timeout=20)
             return

@@ -202,6 +202,8 @@ class FleetCommands:
         def answered(yes: bool | None) -> None:
             if yes:
                 cmd = {"cmd": "resume", "run": plan.run_dir}
+                if plan.from_name:  # the checkpoint the dialog showed, not a newer look's
+                    cmd["from"] = plan.from_name
                 self.send_command(host, cmd, "resume", plan.name)
 
         body = resume_body(plan)

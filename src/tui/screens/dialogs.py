@@ -6,6 +6,8 @@ text is markup."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+
 from rich.console import RenderableType
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -52,7 +54,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 class PickScreen(ModalScreen[str | None]):
-    """Pick one of (id, label) choices; enter picks, escape cancels (None)."""
+    """Pick one of (id, label) choices; enter picks, escape cancels (None). With `body`, a
+    text above the list, which `describe(id)` rewrites as the highlight moves (the resume
+    dialog: the command for the highlighted checkpoint); `disabled` ids cannot be picked."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = (
@@ -62,19 +66,49 @@ class PickScreen(ModalScreen[str | None]):
     """
     )
 
-    def __init__(self, title: str, choices: list[tuple[str, str]]) -> None:
+    def __init__(
+        self,
+        title: str,
+        choices: list[tuple[str, str]],
+        default: str | None = None,
+        *,
+        body: RenderableType | None = None,
+        describe: Callable[[str], RenderableType] | None = None,
+        disabled: Collection[str] = (),
+        keys: str = "enter: pick",
+    ) -> None:
+        """`default`: the id of the choice highlighted at first (else the first)."""
         super().__init__()
         self._title, self._choices = inert_body(title), choices
+        ids = [cid for cid, _ in choices]
+        self._default = ids.index(default) if default in ids else 0
+        self._body = inert_body(body) if body is not None else None
+        self._describe, self._disabled, self._keys = describe, set(disabled), keys
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
             box.border_title = self._title
-            box.border_subtitle = "enter: pick   esc: cancel"
+            box.border_subtitle = f"{self._keys}   esc: cancel"
+            if self._body is not None:
+                yield Static(self._body, id="body")
             # a label is a file name from the run: shown as text, never as markup
-            yield OptionList(*(Option(inert_body(label), id=cid) for cid, label in self._choices))
+            yield OptionList(
+                *(
+                    Option(inert_body(label), id=cid, disabled=cid in self._disabled)
+                    for cid, label in self._choices
+                )
+            )
 
     def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
+        options = self.query_one(OptionList)
+        options.highlighted = self._default
+        options.focus()
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if self._describe is None or self._body is None or event.option.id is None:
+            return
+        self._body = inert_body(self._describe(event.option.id))
+        self.query_one("#body", Static).update(self._body)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -105,6 +105,8 @@ class RunHeader(LinePane):
         pct = "  ?%" if r.progress is None else f"{r.progress * 100:3.0f}%"
         eta = f"ETA {fmt_duration(r.eta_seconds)}" if r.eta_seconds is not None else "ETA -"
         tail = f" {pct}  {eta}  elapsed {fmt_duration(r.elapsed_seconds)}"
+        if len(r.attempts) > 1:  # the sum of them (core.records.attempts)
+            tail += f" in {len(r.attempts)} attempts"
         if r.mean_epoch_seconds:
             tail += f"  {fmt_duration(r.mean_epoch_seconds)}/ep"
         bar_w = max(width - len(tail) - 1, 5)

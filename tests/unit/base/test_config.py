@@ -136,6 +136,7 @@ PARSED_VALUES = {
     "notify_command": ('["x", "{event}"]', ("x", "{event}")),
     "notify_new_best": ("yes", True),
     "autostop_command": ('["stop", "$ID"]', ("stop", "$ID")),
+    "auto_push_files": ("best,last", ("best", "last")),
 }
 
 
@@ -148,6 +149,17 @@ def test_every_key_has_an_environment_variable(tmp_path: Path) -> None:
     for key in SETTING_KEYS:
         assert getattr(s, key) == expected[key], key
         assert s.source(key) == "RGPU_" + key.upper()
+
+
+def test_auto_push_files(tmp_path: Path) -> None:
+    assert load(tmp_path, env={}).auto_push_files == ("best",)
+    got = load(tmp_path, env={"RGPU_AUTO_PUSH_FILES": '["last", "best", "last"]'})
+    assert got.auto_push_files == ("last", "best")
+    write_config(tmp_path, 'auto_push_files = ["best", "last"]\n')
+    assert load(tmp_path, env={}).auto_push_files == ("best", "last")
+    for bad in ('["best", "epoch"]', "[]", "[1]", "{"):
+        with pytest.raises(ConfigError, match="^RGPU_AUTO_PUSH_FILES: auto_push_files must"):
+            load(tmp_path, env={"RGPU_AUTO_PUSH_FILES": bad})
 
 
 def test_text_settings_are_checked(tmp_path: Path) -> None:

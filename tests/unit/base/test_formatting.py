@@ -55,7 +55,7 @@ def test_fmt_bytes(n, text) -> None:
 def test_fmt_bytes_of_takes_the_unit_of_the_whole() -> None:
     assert fmt_bytes_of(13_000_000_000, 67_400_000_000) == "13.0/67.4 GB"
     assert fmt_bytes_of(600_000_000, 67_400_000_000) == "0.6/67.4 GB"
-    assert fmt_bytes_of(None, 1_000) == "?/1.0 KB"
+    assert fmt_bytes_of(None, 1_000) == "?/1.0 kB"
 
 
 def test_config_file_for_names_the_file_read_else_the_xdg_default(tmp_path) -> None:

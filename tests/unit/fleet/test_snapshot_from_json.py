@@ -35,7 +35,18 @@ def whole_seconds(ts: float | None) -> float | None:
 def as_json_keeps(s: Snapshot) -> Snapshot:
     """`s` with what the JSON drops set as snapshot_from_json's doc says."""
     runs = tuple(
-        dataclasses.replace(r, activity=0.0, started_at=None, updated=parse_time(r.updated_at))
+        dataclasses.replace(
+            r,
+            activity=0.0,
+            started_at=None,
+            updated=parse_time(r.updated_at),
+            attempts=tuple(
+                dataclasses.replace(
+                    a, started_at=whole_seconds(a.started_at), ended_at=whole_seconds(a.ended_at)
+                )
+                for a in r.attempts
+            ),
+        )
         for r in s.runs
     )
     cost = s.cost

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.checkpoints import epoch_checkpoint
 from support.fifos import make_fifo, returns_within
 from support.waiting import wait_until
 
@@ -128,7 +129,7 @@ def make_run(
             f.write(json.dumps({"epoch": epoch, "train/loss": 10.0 / epoch}) + "\n")
     (run / "train_config.yaml").write_text(_config(data, device))
     if last_pt:
-        (run / "weights" / "last.pt").write_bytes(b"PK\x03\x04 a checkpoint")
+        (run / "weights" / "last.pt").write_bytes(epoch_checkpoint(epochs_done, 5))
     return run
 
 
@@ -257,7 +258,7 @@ def test_refused_for_a_completed_run(project: Path, data_yaml: Path) -> None:
 
 def test_refused_without_last_pt(project: Path, data_yaml: Path, dead_pid: int) -> None:
     run = make_run(project, pid=dead_pid, data=data_yaml, last_pt=False)
-    with pytest.raises(ResumeError, match="^r: no weights/last.pt: nothing to resume from") as e:
+    with pytest.raises(ResumeError, match=r"^r: no checkpoint in weights/ \(last.pt, ") as e:
         plan_resume(str(run), executable="libreyolo")
     assert "\n" not in str(e.value)
 
@@ -272,7 +273,7 @@ def test_refused_when_last_pt_leaves_the_run_or_is_empty(
     with pytest.raises(ResumeError, match="resolves to .*elsewhere.pt, outside the run"):
         plan_resume(str(run), executable="libreyolo")
     (run / "weights" / "last.pt").unlink()
-    (run / "weights" / "epoch_2.pt").write_bytes(b"PK")
+    (run / "weights" / "epoch_2.pt").write_bytes(epoch_checkpoint(2))
     (run / "weights" / "last.pt").symlink_to("epoch_2.pt")  # inside the run: fine
     assert plan_resume(str(run), executable="libreyolo").state == "dead"
     (run / "weights" / "epoch_2.pt").write_bytes(b"")
@@ -410,7 +411,10 @@ def test_cli_resume_prints_like_launch(
     run = make_run(project, state="failed", data=data_yaml, device="cpu")
     assert main(["resume", str(run), "--wait", "30"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("resumed: pid ") and lines[0].endswith("(failed after epoch 2/5)")
+    assert lines[0].startswith("resumed: pid ")
+    assert lines[0].endswith(
+        "(failed after epoch 2/5) from weights/last.pt (epoch 2): no epoch is trained again"
+    )
     assert lines[1] == f"command: {fake_libreyolo} train model={run}/weights/last.pt " + (
         f"resume=True 'data={data_yaml}' device=cpu"
     )

@@ -10,18 +10,21 @@ import time
 from pathlib import Path
 
 import pytest
+from support.checkpoints import epoch_checkpoint
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.watch import RunsWatcher
 from rgpu_tui.core.run import checkpoints as checkpoints_mod
 from rgpu_tui.core.run.checkpoints import (
+    CHECKS_PER_CALL,
     MAX_LISTED,
     CheckpointLister,
     checkpoint_epoch_metric,
     default_checkpoint,
     epoch_metric,
     order_key,
+    validity_text,
 )
 from rgpu_tui.core.run.hub_target import ARTIFACTS_REQUEST, push_target
 from rgpu_tui.core.run.metrics import CheckpointRows, MetricsReader
@@ -216,6 +219,8 @@ def test_the_snapshot_carries_the_checkpoints(tmp_path: Path) -> None:
         "metric_name": "mAP50-95",
         "metric": 0.3,
         "problem": None,
+        "valid": None,  # just written: checked once it has been still WRITING_S
+        "invalid": None,
         "hub_repo": "alice/ckpts",
         "hub_path": "m/exp1/last.pt",
         "hub_problem": None,
@@ -251,3 +256,65 @@ def test_settled_checkpoints_are_stat_ed_again_only_when_the_folder_changes(tmp_
     st = os.stat(weights)
     os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     assert sizes() == {"best.pt": 3, "epoch_1.pt": 3, "epoch_2.pt": 3, "epoch_3.pt": 1}
+
+
+def test_torn_checkpoints_are_marked_and_never_the_default(tmp_path: Path) -> None:
+    """A 0-byte last.pt and a cut best.pt are invalid (core.run.torch_checkpoint); `p`
+    then pushes the newest valid epoch_N.pt; the JSON says which and why."""
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    whole = epoch_checkpoint(3, archive="best")
+    (weights / "best.pt").write_bytes(whole[: len(whole) // 2])
+    (weights / "last.pt").write_bytes(b"")
+    for n in (2, 3):
+        (weights / f"epoch_{n}.pt").write_bytes(epoch_checkpoint(n, archive=f"epoch_{n}"))
+    old = time.time() - 600
+    for p in weights.iterdir():
+        os.utime(p, (old, old))
+    lister = CheckpointLister(str(tmp_path))
+    got = {c.name: c for c in lister.checkpoints(CheckpointRows(), Settings(), now=time.time())}
+    assert {n: c.valid for n, c in got.items()} == {
+        "best.pt": False, "last.pt": False, "epoch_2.pt": True, "epoch_3.pt": True,
+    }  # fmt: skip
+    assert got["last.pt"].invalid.startswith("last.pt is empty (0 bytes)")
+    assert "not a complete torch checkpoint" in got["best.pt"].invalid
+    assert default_checkpoint(got.values()) == "epoch_3.pt"
+    assert validity_text(got["last.pt"]) == "0 B, INVALID (torn or not a checkpoint)"
+    assert validity_text(got["epoch_3.pt"]).endswith(" B, epoch 3")
+    (weights / "last.pt").write_bytes(epoch_checkpoint(3))  # written again: checked again
+    os.utime(weights / "last.pt", (old + 1, old + 1))
+    got = {c.name: c for c in lister.checkpoints(CheckpointRows(), Settings(), now=time.time())}
+    assert got["last.pt"].valid is True and default_checkpoint(got.values()) == "last.pt"
+
+
+def test_validity_checks_are_bounded_a_call(tmp_path: Path) -> None:
+    """A folder of many checkpoints is checked CHECKS_PER_CALL files a refresh, the newest
+    first; the others say "not checked yet" meanwhile."""
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    old = time.time() - 600
+    for n in range(1, 11):
+        (weights / f"epoch_{n}.pt").write_bytes(epoch_checkpoint(n))
+        os.utime(weights / f"epoch_{n}.pt", (old, old))
+    lister = CheckpointLister(str(tmp_path))
+    first = lister.checkpoints(CheckpointRows(), Settings(), now=time.time())
+    checked = [c.name for c in first if c.valid is not None]
+    assert checked == [f"epoch_{n}.pt" for n in range(10 - CHECKS_PER_CALL + 1, 11)]
+    assert validity_text(first[0]) == validity_text(first[-1]).replace("10", "1")
+    for _ in range(3):
+        last = lister.checkpoints(CheckpointRows(), Settings(), now=time.time())
+    assert all(c.valid for c in last)
+
+
+def test_a_checkpoint_outside_the_run_is_never_read(tmp_path: Path) -> None:
+    """A symlink out of the run: its problem says so; the validity check does not open it."""
+    outside = tmp_path / "elsewhere.pt"
+    outside.write_bytes(b"")
+    run = tmp_path / "r"
+    (run / "weights").mkdir(parents=True)
+    (run / "weights" / "best.pt").symlink_to(outside)
+    old = time.time() - 600
+    os.utime(outside, (old, old))
+    lister = CheckpointLister(str(run))
+    (best,) = lister.checkpoints(CheckpointRows(), Settings(), now=time.time())
+    assert best.problem.startswith("best.pt resolves to") and best.valid is None

@@ -17,7 +17,7 @@ from support.fifos import make_fifo, returns_within
 
 from rgpu_tui.core.base.config import load_settings
 from rgpu_tui.core.base.safeio import NotRegularFile
-from rgpu_tui.core.picture import watch
+from rgpu_tui.core.picture import launch_rows, watch
 from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
 from rgpu_tui.core.picture.watch import RunsWatcher
@@ -294,7 +294,7 @@ def test_a_launches_record_that_raises_keeps_the_runs(tmp_path: Path, monkeypatc
     def broken(*args, **kwargs):
         raise OverflowError("int too large to convert to float")
 
-    monkeypatch.setattr(watch, "read_launches", broken)
+    monkeypatch.setattr(launch_rows, "read_launches", broken)
     (root / ".rgpu").mkdir()
     (root / ".rgpu" / "launches.jsonl").write_text("{}\n")
     snap = RunsWatcher(str(root)).refresh(time.time())
