@@ -4,8 +4,8 @@ One JSON file per watched root, `$XDG_STATE_HOME/rgpu-tui/watch-<hash>.json` (de
 `~/.local/state/rgpu-tui/`), the hash being the first 16 hex digits of the sha256 of the
 root's resolved path (symlinks followed: `~/runs` and the real folder it points to are one
 root, with one state, one lock and one autostop plan): a watcher restarted on the same root
-finds what it had reported and repeats nothing. The file is the watcher's (the act path); a refresh never writes it, and
-the app keeps its events in memory only.
+finds what it had reported and repeats nothing. The file is the watcher's (the act path); a
+refresh never writes it, and the app keeps its events in memory only.
 
 - Written atomically: a private temp file (0600) in the same folder, fsynced, then
   `os.replace`d over the real name; the folders it creates are 0700 (core.base.private).
