@@ -32,7 +32,7 @@ from ..base.safeio import NotRegularFile, read_regular
 from ..base.values import parse_json
 
 APP_DIR = "rgpu-tui"
-MAX_STATE_BYTES = 8 * 1024 * 1024
+MAX_STATE_BYTES = 64 * 1024 * 1024  # about 400,000 runs' entries
 
 
 def state_home(environ: Mapping[str, str] | None = None) -> str:
