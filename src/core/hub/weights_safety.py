@@ -403,7 +403,7 @@ def lookup_on_hub(weights: list[RunWeights], *, token: str | None = None) -> Hub
             files.extend(_compare(w, found.get(str(w.record.get("path"))), repo) for w in group)
         except Exception as exc:
             why = describe_error(exc, repo=repo, endpoint=ours, timeout=DEFAULT_TIMEOUT)
-            why = scrub(why.replace("push failed: ", ""), token)
+            why = scrub(why, token)
             if _not_found(exc):
                 why = f"{repo} is not on the Hub (deleted, or this token cannot see it)"
             elif _unreachable(exc):
