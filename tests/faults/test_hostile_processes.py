@@ -67,11 +67,16 @@ def started(proc: subprocess.Popen, procs: list) -> psutil.Process:
     return psutil.Process(proc.pid)
 
 
-def test_pid_1_with_started_at_now_is_not_the_run(tmp_path: Path) -> None:
-    run = write_status(tmp_path / "runs" / "exp", 1, time.time())
+def test_pid_1_with_a_later_started_at_is_not_the_run(tmp_path: Path) -> None:
+    """pid 1 with started_at "now" read RUN forever. Now the run started more than 10 min
+    after pid 1 did is not pid 1's (a started_at 11 min after pid 1's start stands for
+    "now" on a machine up for less than that too)."""
+    later = max(time.time(), psutil.Process(1).create_time() + 660)
+    run = write_status(tmp_path / "runs" / "exp", 1, later)
     info = snapshot_run(tmp_path, run)
-    assert info["state"] == "dead", info  # was "running", forever
-    assert "pid 1 is the machine's init" in info["error"]
+    assert info["state"] == "dead", info
+    assert "pid 1 belongs to a process started at" in info["error"]
+    assert "more than 10 min before the run started" in info["error"]
     got = cli(tmp_path, "stop", str(run))
     assert got.returncode == 1 and "nothing was signalled" in got.stderr
 

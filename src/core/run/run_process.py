@@ -5,8 +5,8 @@ status.json is written by the trainer and is untrusted: its `pid` may name any p
 the machine (a reused pid, a buggy writer, a hostile one). The process with that pid is
 the run's only when all of these hold:
 
-- it is not pid 1 (the machine's init) and not an rgpu-tui process (a watcher, an agent,
-  the fleet, the app: `is_rgpu_tui`), whatever status.json claims;
+- it is not an rgpu-tui process (a watcher, an agent, the fleet, the app: `is_rgpu_tui`),
+  whatever status.json claims;
 - it is alive (not gone, not a zombie);
 - it started when the run did. When this machine's launcher started it, its start time
   must equal the one recorded in launches.jsonl (within CREATE_TIME_SLACK_S). Otherwise
@@ -14,7 +14,8 @@ the run's only when all of these hold:
   (10 min) before to START_AFTER_S after. libreyolo's process starts, imports torch and
   reads the dataset, then writes started_at, so the process is a little older than
   started_at; a pid reused later is younger, a process that ran for hours before (pid 1,
-  sshd, a shell) is older.
+  sshd, a shell) is older. (pid 1 itself may be the run: a trainer started as a
+  container's first process; `stop` never signals it.)
 
 With neither start time known it cannot be told: the run reads as alive (the state says
 what status.json says) and `stop` refuses (`verified` is False).
@@ -76,8 +77,6 @@ def run_process(pid, started_at: float | None, create_time: float | None = None)
     """Whether `pid` is the run's live process (see the module doc)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid not in PIDS:
         return ProcessCheck(False, "no pid in status.json")
-    if pid == 1:
-        return ProcessCheck(False, "pid 1 is the machine's init, not the run")
     try:
         proc = psutil.Process(pid)
         created = proc.create_time()
