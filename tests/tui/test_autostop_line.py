@@ -59,7 +59,10 @@ async def test_the_countdown_and_a_cancelling_it_for_the_session(runs_root):
     try:
         app = make_app(runs_root)
         async with app.run_test(size=(100, 30)) as pilot:
-            want = "autostop in 4m30s: no run has weights to lose — a cancels"
+            want = (
+                f"autostop in 4m30s: no runs and no weights under {runs_root.root} (is that "
+                "the folder that holds them?) — a cancels"
+            )
             await wait_for(pilot, lambda: line(app) == want)
             assert app.query_one(AutostopLine).display
             await pilot.press("a")

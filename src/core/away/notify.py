@@ -138,17 +138,6 @@ class Notifier:
         with self._cond:
             return not self._queue and not self._busy
 
-    def drain(self, wait: float) -> bool:
-        """Wait up to `wait` seconds for what is queued to be sent; True when it was."""
-        deadline = time.monotonic() + wait
-        with self._cond:
-            while (self._queue or self._busy) and not self._closing:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            return not self._queue and not self._busy
-
     def close(self, wait: float = 10.0) -> None:
         """Stop: what is queued is still sent for up to `wait` seconds, then the command in
         flight is killed and the rest dropped."""
