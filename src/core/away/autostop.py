@@ -366,12 +366,12 @@ class Autostop:
         self._notifying, self._attempt = None, None
         self._count_from = now
         self._record({"at": iso(now), "event": "cancelled", "why": why})
-        self._event(
-            now,
-            "autostop_held",
+        text = (
             f"autostop cancelled before its command ran: {why}; the machine stays up, and "
-            f"autostop counts {fmt_duration(self.limit_s)} of idle time again from now",
+            f"autostop counts {fmt_duration(self.limit_s)} of idle time again from now"
         )
+        self._event(now, "autostop_held", text)
+        self._write_plan("counting", now, fires_at=now + self.limit_s, message=text)
 
     def _start(self, now: float, pending: _Notifying) -> None:
         self._spent_at, self._outcome = now, "failed"

@@ -60,10 +60,10 @@ class WeightsScan:
 class WeightsFinder:
     """Walks `root` for weights folders, reusing what did not change (see the module doc)."""
 
-    def __init__(self, root: str, *, max_dirs: int = MAX_DIRS, max_depth: int = MAX_DEPTH):
+    def __init__(self, root: str, *, max_dirs: int | None = None, max_depth: int | None = None):
         self.root = os.path.abspath(root)
-        self.max_dirs = max_dirs
-        self.max_depth = max_depth
+        self.max_dirs = MAX_DIRS if max_dirs is None else max_dirs
+        self.max_depth = MAX_DEPTH if max_depth is None else max_depth
         self._cache: dict[str, _Dir] = {}
         self.listed = 0  # folders listed by the last walk (for tests and the bench)
 

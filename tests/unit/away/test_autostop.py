@@ -33,12 +33,12 @@ RECORD = (
 )
 
 
-def run_info(run_dir: Path, activity: float = NOW - 7200) -> RunInfo:
+def run_info(run_dir: Path, activity: float = NOW - 7200, state: str = "completed") -> RunInfo:
     return RunInfo(
         run_dir=str(run_dir),
         name=run_dir.name,
-        state="completed",
-        status_state="completed",
+        state=state,
+        status_state=state,
         current_epoch=10,
         total_epochs=10,
         progress=1.0,
