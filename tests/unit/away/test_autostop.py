@@ -104,9 +104,8 @@ class Rig:
         if environ is not None:
             self.environ = environ
         self.command = command or (sys.executable, "-c", RECORD, str(self.out), "stop", "$POD")
-        self.settings = Settings(
-            autostop_command=self.command, autostop_idle_minutes=LIMIT_MIN, **settings
-        )
+        settings.setdefault("autostop_idle_minutes", LIMIT_MIN)
+        self.settings = Settings(autostop_command=self.command, **settings)
         state = {"XDG_STATE_HOME": str(tmp_path / "st")}
         self.files = AutostopFiles.for_root(str(self.root), state)
         self.hub = StandInHub()

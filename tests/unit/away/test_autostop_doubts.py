@@ -10,6 +10,7 @@ been stopped.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -235,21 +236,18 @@ def test_the_root_gone_in_that_window_cancels(rig) -> None:
 
 
 def test_each_attempt_asks_the_hub_again(rig) -> None:
-    """A confirmed answer, a command that failed, a busy/idle cycle while another machine
-    replaced the file on the Hub: the old answer (kept up to 10 min) let it run again."""
-    code = "import sys; sys.exit(3)"
-    import sys as _sys
-
-    r = rig(command=(_sys.executable, "-c", code))
+    """A confirmed answer, a command that failed, a busy/idle cycle (2 min idle) while another
+    machine replaced the file on the Hub: the answer, kept up to 10 min, let it run again."""
+    r = rig(command=(sys.executable, "-c", "import sys; sys.exit(3)"), autostop_idle_minutes=2)
     run = make_run(r.root, "exp1", {"best.pt": DATA})
     record_push(run, "best.pt", DATA)
     r.runs = [run_info(run)]
-    assert r.settle(DUE) == "failed" and r.hub.asked == 1
+    assert r.settle(NOW + 120) == "failed" and r.hub.asked == 1
     r.idle_since = None
-    r.look(DUE + 60)
-    r.idle_since = DUE + 120
+    r.look(NOW + 180)
+    r.idle_since = NOW + 240
     r.hub.status = "different"  # replaced on the Hub meanwhile
-    assert r.settle(DUE + 120 + LIMIT_MIN * 60) == "held"
+    assert r.settle(NOW + 360) == "held"  # 4 min after the first answer
     assert r.hub.asked == 2
     assert "the Hub disagrees" in r.named("autostop_held")[-1].message
     assert len(r.named("autostop")) == 1
