@@ -93,15 +93,16 @@ def lookup_on_hub(
             found = {getattr(e, "path", None): e for e in entries}
             files.extend(_compare(w, found.get(str(w.record.get("path"))), repo) for w in group)
         except Exception as exc:
-            why = describe_error(exc, repo=repo, endpoint=ours, timeout=timeout)
-            why = scrub(why, token)
+            why = scrub(describe_error(exc, repo=repo, endpoint=ours, timeout=timeout), token)
             if _not_found(exc):
                 why = f"{repo} is not on the Hub (deleted, or this token cannot see it)"
             elif _unreachable(exc):
                 unreachable = why
                 files.extend(HubFile(w, "unchecked", why) for w in group)
                 continue
-            files.extend(HubFile(w, "missing", f"cannot check {repo}: {why}") for w in group)
+            else:
+                why = f"cannot check {repo}: {why}"
+            files.extend(HubFile(w, "missing", why) for w in group)
     return HubCheck(0.0, tuple(files), unreachable)
 
 
