@@ -4,6 +4,8 @@ what it did. One line each; the callers clean them (printable, no token) before 
 from __future__ import annotations
 
 import getpass
+import os
+import re
 
 from ..hub.weights_safety import (
     HASHING,
@@ -18,6 +20,7 @@ from ..hub.weights_safety import (
 from ..run.tail import redact
 
 NAMED_RUNS = 3  # runs named in one message; the rest are counted
+_SHORT = re.compile(r"(last|epoch_\d+)\.pt")  # what `push --file` names without a path
 TRUST_SETTING = "autostop_trust_records"
 
 
@@ -51,7 +54,12 @@ def summary(survey: Survey) -> str:
 
 def push_command(w: RunWeights) -> str:
     """The command that pushes this very file."""
-    extra = "" if w.file == "best.pt" else f" --file {w.file.removesuffix('.pt')}"
+    if w.file == "best.pt":
+        extra = ""
+    elif _SHORT.fullmatch(w.file):
+        extra = f" --file {w.file.removesuffix('.pt')}"
+    else:  # any other name: its path
+        extra = f" --file {os.path.join(w.run_dir, 'weights', w.file)}"
     return f"`rgpu-tui push {w.run_dir}{extra}`"
 
 

@@ -12,7 +12,8 @@ which, instead of showing them:
   ("host sent numbers out of range, shown as unknown: cost.price_per_hour (-5), ..."),
   the message the host view shows.
 
-An element of a series out of range is a gap (None); a GPU index out of range is dropped.
+An element of a series out of range is a gap (None); a GPU (or a MIG device, or a GPU
+process) whose index (pid) is out of range is left out, and said.
 """
 
 from __future__ import annotations
@@ -70,13 +71,17 @@ RANGES: dict[type, dict[str, Range]] = {
     Checkpoint: {"size": AMOUNT, "epoch": EPOCHS},
     GpuView: {"idle_seconds": DURATIONS},
     GpuDevice: {
-        "util_percent": PERCENT, "mem_util_percent": PERCENT, "fan_percent": PERCENT,
+        "index": GPU_INDEX, "util_percent": PERCENT, "mem_util_percent": PERCENT,
+        "fan_percent": PERCENT,
         "mem_used_mib": AMOUNT, "mem_total_mib": AMOUNT, "power_w": AMOUNT,
         "power_limit_w": AMOUNT, "sm_clock_mhz": AMOUNT, "temperature_c": TEMPERATURE_C,
         "util_history": PERCENT, "mem_history": AMOUNT, "minor": GPU_INDEX,
     },
-    GpuProcess: {"used_mib": AMOUNT},
-    MigInstance: {"mem_used_mib": AMOUNT, "mem_total_mib": AMOUNT, "util_percent": PERCENT},
+    GpuProcess: {"pid": PIDS, "used_mib": AMOUNT},
+    MigInstance: {
+        "mig_index": GPU_INDEX, "mem_used_mib": AMOUNT, "mem_total_mib": AMOUNT,
+        "util_percent": PERCENT,
+    },
     SystemView: {
         "cpu_percent": PERCENT, "cpu_max_percent": PERCENT, "load_avg": AMOUNT,
         "mem_used_bytes": AMOUNT, "mem_total_bytes": AMOUNT, "swap_used_bytes": AMOUNT,

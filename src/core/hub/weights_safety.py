@@ -9,7 +9,8 @@ file that would be lost on its own:
 - `best.pt` of every weights folder;
 - `last.pt` too when the run did not complete (what a resume needs; a folder no run
   reads as completed counts as not completed), or when there is no best.pt;
-- with neither, the newest other `*.pt` (the highest epoch_N.pt, else the newest).
+- every `*.pt` of another name than epoch_N.pt (`final.pt`: nothing else holds it);
+- with none of these, the newest epoch_N.pt (the highest N).
 
 Only regular files are weights: a FIFO, device or folder named best.pt is not one (and
 does not hide a real last.pt: each file is judged on its own). Each file's verdict:
@@ -265,7 +266,10 @@ class WeightsChecker:
             keep.append("best.pt")
         if "last.pt" in found and (not completed or "best.pt" not in found):
             keep.append("last.pt")
-        if not keep and found:
+        keep.extend(
+            sorted(f for f in found if f not in ("best.pt", "last.pt") and not _EPOCH.fullmatch(f))
+        )
+        if not keep and found:  # epoch_N.pt only: the newest is what a resume needs
             keep.append(max(found, key=lambda f: _newest(f, found[f])))
         return [self._one(run_dir, name, folder, file, found[file], now) for file in keep]
 
@@ -438,7 +442,7 @@ def _regular(mode: int) -> bool:
 
 
 def _newest(file: str, st) -> tuple:
-    """The order of the other *.pt files: the highest epoch_N.pt, else the newest."""
+    """The order of epoch_N.pt files: the highest N, then the newest."""
     m = _EPOCH.fullmatch(file)
     mtime = 0 if isinstance(st, OSError) else st.st_mtime_ns
     return (1, int(m.group(1)), mtime) if m else (0, 0, mtime)

@@ -358,3 +358,16 @@ def test_a_push_force_after_the_hub_disagreed_asks_the_hub_again_at_once(rig) ->
     record_push(run, "best.pt", DATA, time="2027-01-15T08:11:00Z", commit_url="c2")
     assert r.look(DUE + 62) == "checking"  # within one refresh
     assert r.settle(DUE + 64) == "ran" and r.hub.asked == 2
+
+
+def test_a_weights_file_of_another_name_counts_with_its_own_push_command(rig) -> None:
+    """A `final.pt` beside a pushed best.pt: nothing else holds what it holds."""
+    r = rig()
+    run = make_run(r.root, "exp1", {"best.pt": DATA, "final.pt": b"exported", "epoch_3.pt": b"3"})
+    record_push(run, "best.pt", DATA)
+    r.runs = [run_info(run, state="completed")]
+    assert r.settle(DUE) == "held"
+    [held] = r.named("autostop_held")
+    assert "exp1: final.pt was never pushed" in held.message
+    assert f"`rgpu-tui push {run} --file {run / 'weights' / 'final.pt'}`" in held.message
+    assert "epoch_3" not in held.message  # an epoch_N.pt beside best.pt is not needed

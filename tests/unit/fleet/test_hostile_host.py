@@ -100,7 +100,12 @@ def hostile_doc() -> dict:
                             "free_bytes": 11}},
         "gpus": {"available": True, "reason": None, "source": "nvml", "devices": [
             {"index": 0, "name": "H100", "uuid": "u", "state": "ok", "util_percent": 101,
-             "mem_used_mib": -1, "mem_total_mib": 81559, "util_history": [5, -1, 200, 7]}]},
+             "mem_used_mib": -1, "mem_total_mib": 81559, "util_history": [5, -1, 200, 7],
+             "processes": [{"pid": -4, "name": "x", "used_mib": 1, "run_dir": None,
+                            "kind": "unknown"},
+                           {"pid": 42, "name": "y", "used_mib": -3, "run_dir": None,
+                            "kind": "unknown"}]},
+            {"index": -1, "name": "ghost", "uuid": "g", "state": "ok"}]},
     }  # fmt: skip
 
 
@@ -122,8 +127,10 @@ def test_numbers_out_of_range_are_unknown_and_said() -> None:
     assert snap.system.cpu_percent is None and snap.system.cpu_max_percent == 50.0
     assert snap.system.load_avg is None and snap.system.mem_used_bytes is None
     assert snap.system.disk is None
-    [gpu] = snap.gpus.devices
+    [gpu] = snap.gpus.devices  # the GPU with index -1 is left out
     assert gpu.util_percent is None and gpu.mem_used_mib is None
+    [proc] = gpu.processes  # pid -4 left out; a memory of -3 MiB unknown
+    assert proc.pid == 42 and proc.used_mib is None
     assert gpu.mem_total_mib == 81559 and gpu.util_history == (5, None, None, 7)
     assert snap.problem.startswith("host sent numbers out of range, shown as unknown: ")
     for said in ("cost.price_per_hour (-5)", "cost.idle_minutes (-1)", "system.cpu_percent "
