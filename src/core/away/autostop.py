@@ -263,13 +263,14 @@ class Autostop:
             self._held(now, None)
             self._write_plan("counting", now, fires_at=now + left, message=summary(survey))
             return
-        survey = self.checker.survey(self.root, snap.runs, now)  # a whole walk, now
         if self._notifying is not None:
-            self._notify_step(now, survey)
+            self._notify_step(now, self.checker.survey(self.root, snap.runs, now))
             return
-        self._due(now, idle_s, survey)
+        # the walk of up to SURVEY_EVERY_S ago while it holds; a whole walk before it tells
+        survey = self.checker.survey(self.root, snap.runs, now, fresh=False)
+        self._due(now, idle_s, survey, snap)
 
-    def _due(self, now: float, idle_s: float, survey: Survey) -> None:
+    def _due(self, now: float, idle_s: float, survey: Survey, snap: Snapshot) -> None:
         """Idle long enough: hold, push, wait for a check, or tell and run the command."""
         if self._attempt is None:
             self._attempt = now  # the Hub is asked afresh for this attempt
@@ -302,7 +303,11 @@ class Autostop:
         if hub.unreachable and not self.settings.autostop_trust_records:
             self._hold(now, unreachable_text(hub))
             return
-        self._notify(now, idle_s, survey, safe, hub)
+        fresh = self.checker.survey(self.root, snap.runs, now)  # a whole walk, now
+        if fresh.doubts or fresh.keys() != survey.keys():  # judged again at the next look
+            self._write_plan("checking", now, message=summary(fresh))
+            return
+        self._notify(now, idle_s, fresh, safe, hub)
 
     def _hold(self, now: float, text: str) -> None:
         self._held(now, text)
