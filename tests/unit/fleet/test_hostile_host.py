@@ -55,9 +55,7 @@ def test_a_host_whose_document_outgrows_the_bound_is_dropped_in_one_line(tmp_pat
     link = HostLink(HostSpec(name="h1", ssh="h1", root="/r"), ssh=fake_ssh(tmp_path, size, 60),
                     reconnect=False).start()  # fmt: skip
     try:
-        down = wait_until(
-            lambda: (s := link.state()).error and s, "the link to drop", timeout=120
-        )
+        down = wait_until(lambda: (s := link.state()).error and s, "the link to drop", timeout=120)
     finally:
         link.close()
     assert down.error.startswith(f"the host's snapshot grew past {DOC_MAX_BYTES >> 20} MB")
@@ -137,4 +135,3 @@ def test_numbers_out_of_range_are_unknown_and_said() -> None:
                  "(250.0)", "gpus.devices[0].util_percent (101)"):  # fmt: skip
         assert said in snap.problem or "more" in snap.problem
     assert "\n" not in snap.problem
-
