@@ -116,6 +116,8 @@ def doubt_text(survey: Survey) -> str:
 
 
 def missing_root_text(root: str) -> str:
+    if os.path.lexists(root):
+        return f"autostop held: {root} is not a folder: nothing is stopped until it is one"
     return (
         f"autostop held: {root} does not exist (a typo, or `watch` started from another "
         "folder?): nothing is stopped until it does"

@@ -371,3 +371,13 @@ def test_a_weights_file_of_another_name_counts_with_its_own_push_command(rig) ->
     assert "exp1: final.pt was never pushed" in held.message
     assert f"`rgpu-tui push {run} --file {run / 'weights' / 'final.pt'}`" in held.message
     assert "epoch_3" not in held.message  # an epoch_N.pt beside best.pt is not needed
+
+
+def test_a_root_that_is_a_file_holds(rig) -> None:
+    r = rig()
+    r.root.rmdir()
+    r.root.write_text("not a folder")
+    assert r.look(NOW) == "held"
+    assert r.named("autostop_held")[0].message == (
+        f"autostop held: {r.root} is not a folder: nothing is stopped until it is one"
+    )
