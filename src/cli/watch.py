@@ -175,7 +175,7 @@ def _autostop(settings, root, off: bool, emit, engine, notifier, token):
         emit,
         engine=engine,
         token=token,
-        drain=notifier.drain if notifier is not None else None,
+        drained=notifier.idle if notifier is not None else None,
         say=_say,
     )
     _say(
@@ -220,7 +220,9 @@ def _loop(collector, engine, emit, stop, state_file, interval, save_state, autos
         if engine.dirty or due:
             last_save_problem = _save(engine, state_file, save_state, last_save_problem)
             saved_at = time.monotonic()
-        stop.wait(interval - (time.monotonic() - began))
+        soon = autostop.wake_in() if autostop is not None else None
+        wait = interval if soon is None else min(interval, soon)
+        stop.wait(wait - (time.monotonic() - began))
     _save(engine, state_file, save_state, last_save_problem)  # the last look's time too
 
 

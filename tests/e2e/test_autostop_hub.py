@@ -18,8 +18,9 @@ from support.waiting import wait_until
 from rgpu_tui.core.away.autostop import Autostop
 from rgpu_tui.core.away.events import EventEngine
 from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.hub.hub_confirm import lookup_on_hub
 from rgpu_tui.core.hub.push import PushRequest, push
-from rgpu_tui.core.hub.weights_safety import WeightsChecker, lookup_on_hub
+from rgpu_tui.core.hub.weights_safety import WeightsChecker
 from rgpu_tui.core.model.snapshot import CostView, RunInfo, Snapshot
 from rgpu_tui.core.records.autostop_files import AutostopFiles
 
@@ -135,7 +136,7 @@ def test_a_repo_or_path_that_is_gone_is_not_safe(hub, tmp_path: Path) -> None:
     assert f.status == "missing" and "alice/deleted is not on the Hub" in f.detail
 
 
-def test_an_unreachable_hub_is_said_and_the_records_trusted(
+def test_an_unreachable_hub_is_said_and_every_file_unchecked(
     hub, tmp_path: Path, monkeypatch
 ) -> None:
     run = make_run(tmp_path / "runs")

@@ -31,7 +31,10 @@ namespaces, gets 403. What arrived is kept for assertions: repos (private flag,
 commits with their files), LFS objects on disk by oid, every PUT (claimed oid,
 sha256 of the bytes actually received, size), every request line.
 
-Fault knobs: `fail_commits(status, times)`, `stall_put_s`, `stall_commit_s`
+Fault knobs: `fail_commits(status, times)`, `fail_reads(status, times)` (the next
+listings and paths-info answers: a 5xx, a 429, ...), `endless_listing` (every tree page
+links a next one), `drip_listing_s` (a tree listing's body comes 16 bytes at a time, this
+many seconds apart), `stall_put_s`, `stall_commit_s`
 (sleep past the client's timeout before answering; cut short by stop()),
 `fault_download(path, how)`: the next GET of that repo path's bytes is served wrong
 ("flip": one byte changed, same length; "cut": the connection closes half-way;
@@ -136,6 +139,9 @@ class HubServer:
         self.stall_commit_s = 0.0
         self.stall_download_s = 0.0
         self._commit_failures: list[int] = []
+        self._read_failures: list[int] = []
+        self.endless_listing = False
+        self.drip_listing_s = 0.0
         self._download_faults: list[tuple[str, str]] = []  # (repo path, how)
         self._sig = secrets.token_hex(8)
         self._stopping = threading.Event()
@@ -213,6 +219,11 @@ class HubServer:
         with self.lock:
             self._commit_failures.extend([status] * times)
 
+    def fail_reads(self, status: int = 500, times: int = 1) -> None:
+        """The next `times` listings / paths-info requests answer `status`."""
+        with self.lock:
+            self._read_failures.extend([status] * times)
+
     def fault_download(self, path: str, how: str = "flip", times: int = 1) -> None:
         """Serve the bytes of repo path `path` wrong the next `times` GETs (see the doc)."""
         assert how in ("flip", "cut", "extra"), how
@@ -224,6 +235,9 @@ class HubServer:
         with self.lock:
             self._download_faults.clear()
             self._commit_failures.clear()
+            self._read_failures.clear()
+        self.endless_listing = False
+        self.drip_listing_s = 0.0
         self.stall_put_s = self.stall_commit_s = self.stall_download_s = 0.0
 
     def _take_fault(self, path: str) -> str | None:
@@ -723,7 +737,18 @@ class _Handler(BaseHTTPRequestHandler):
     def _folder(path: str) -> dict:
         return {"type": "directory", "oid": git_blob_sha1(path.encode()), "size": 0, "path": path}
 
+    def _read_failure(self) -> bool:
+        """Answer the next queued read failure, if any (then True)."""
+        with self.hub.lock:
+            status = self.hub._read_failures.pop(0) if self.hub._read_failures else None
+        if status is None:
+            return False
+        self._error(status, "Internal Error - We're working hard to fix this")
+        return True
+
     def _tree(self, repo, rev, path, query) -> None:
+        if self._read_failure():
+            return
         at = self._files_at(repo, rev)
         if at is None:
             return
@@ -745,10 +770,40 @@ class _Handler(BaseHTTPRequestHandler):
         if base and not entries and not folders:
             self._error(404, f"{base} does not exist on {rev}", "EntryNotFound")
             return
-        self._send(200, [self._folder(f) for f in sorted(folders)] + entries)
+        body = [self._folder(f) for f in sorted(folders)] + entries
+        headers = {}
+        if self.hub.endless_listing:
+            cursor = int((query.get("cursor") or ["0"])[0]) + 1
+            where = f"{rev}/{base}" if base else rev
+            next_url = f"{self.hub.url}/api/models/{repo}/tree/{where}?cursor={cursor}"
+            headers["Link"] = f'<{next_url}>; rel="next"'
+        if self.hub.drip_listing_s:
+            self._drip(json.dumps(body).encode(), headers)
+            return
+        self._send(200, body, headers)
+
+    def _drip(self, data: bytes, headers: dict[str, str]) -> None:
+        """200 with `data` sent 16 bytes at a time, drip_listing_s apart."""
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            for i in range(0, len(data), 16):
+                if self.hub._stopping.is_set():
+                    break
+                self.wfile.write(data[i : i + 16])
+                self.wfile.flush()
+                self.hub.stall(self.hub.drip_listing_s)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _paths_info(self, repo, rev, query) -> None:
         form = parse_qs(self._body().decode())
+        if self._read_failure():
+            return
         at = self._files_at(repo, rev)
         if at is None:
             return

@@ -13,9 +13,10 @@ from support.cli_env import RGPU_TUI
 
 
 class Watch:
-    def __init__(self, root: Path, env: dict, *extra: str) -> None:
+    def __init__(self, root: Path, env: dict, *extra: str, prefix: tuple = ()) -> None:
+        """`prefix`: an argv that runs it (setpriv to another user)."""
         self.proc = subprocess.Popen(
-            [str(RGPU_TUI), "watch", str(root), "--json", "--interval", "0.2", *extra],
+            [*prefix, str(RGPU_TUI), "watch", str(root), "--json", "--interval", "0.2", *extra],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

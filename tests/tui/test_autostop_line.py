@@ -59,7 +59,10 @@ async def test_the_countdown_and_a_cancelling_it_for_the_session(runs_root):
     try:
         app = make_app(runs_root)
         async with app.run_test(size=(100, 30)) as pilot:
-            want = "autostop in 4m30s: no run has weights to lose — a cancels"
+            want = (
+                f"autostop in 4m30s: no runs and no weights under {runs_root.root} (is that "
+                "the folder that holds them?) — a cancels"
+            )
             await wait_for(pilot, lambda: line(app) == want)
             assert app.query_one(AutostopLine).display
             await pilot.press("a")
@@ -108,3 +111,23 @@ async def test_without_a_watcher_an_idle_machine_is_told_nothing_will_stop_it(ru
     async with plain.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: plain.snapshot is not None)
         assert line(plain) == ""
+
+
+async def test_the_seconds_while_the_notification_goes_out_are_shown_and_a_still_cancels(
+    runs_root,
+):
+    """The watcher told `autostop` and waits for the notification before the command: the
+    line says so (it was hidden), and `a` then cancels it (the watcher looks again)."""
+    from rgpu_tui.core.records.autostop_files import own_start_time
+
+    files = AutostopFiles.for_root(str(runs_root.root))
+    files.write_plan(
+        {"pid": os.getpid(), "pid_started": own_start_time(), "phase": "notifying",
+         "fires_at": None, "message": "telling you first (notify_command)"}
+    )  # fmt: skip
+    app = make_app(runs_root)
+    async with app.run_test(size=(100, 30)) as pilot:
+        want = "autostop now: telling you first (notify_command) — a cancels"
+        await wait_for(pilot, lambda: line(app) == want)
+        await pilot.press("a")
+        assert someone_holds(files.hold)

@@ -3,11 +3,14 @@
 `CommandRunner.run(argv)` runs it and waits, in the caller's thread (callers are worker
 threads), and returns a CommandResult; `kill()` from another thread ends the one in flight.
 
-- No shell: argv is a list; stdin is /dev/null; stdout and stderr are captured together
-  (the last TAIL_BYTES kept, for the line that says why it failed).
+- No shell: argv is a list; stdin is /dev/null; stdout and stderr go to one pipe, read as
+  they come into a bounded tail (the last TAIL_BYTES kept, for the line that says why it
+  failed): a command printing gigabytes costs no memory.
+- Done when the command exits: what is already in the pipe is taken (for at most
+  EXIT_DRAIN_S), then the pipe is closed. A background child it left holding the pipe
+  (`server &`) is not waited for and not killed.
 - A timeout: the command runs in a session of its own and its whole process group is
-  killed when it is over time (its children too), as it is by `kill()`. A child that
-  escaped the group and holds the pipe open does not keep the caller waiting.
+  killed when it is over time (its children too), as it is by `kill()`.
 - HF_TOKEN and HUGGING_FACE_HUB_TOKEN are not passed to it; the token given to `tail()`
   is removed from what is reported.
 """
@@ -15,9 +18,11 @@ threads), and returns a CommandResult; `kill()` from another thread ends the one
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +30,11 @@ from .events import clean
 
 SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 TAIL_BYTES = 2000
+CHUNK = 64 * 1024
+READ_ROUNDS = 16  # chunks read at one wake-up (then the exit and the clock are looked at)
+POLL_S = 0.05  # how often its exit is looked for while it writes nothing
+EXIT_DRAIN_S = 0.2  # after it exits: what is still in the pipe is read this long at most
+KILL_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -84,18 +94,12 @@ class CommandRunner:
         with self._lock:
             self._proc = proc
         try:
-            try:
-                out, _ = proc.communicate(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                kill_group(proc)
-                out = _rest(proc)
-                return CommandResult(
-                    None, f"timed out after {self.timeout:g} s (killed)", (out or b"")[-TAIL_BYTES:]
-                )
+            out, timed_out = _follow(proc, self.timeout)
         finally:
             with self._lock:
                 self._proc = None
-        out = (out or b"")[-TAIL_BYTES:]
+        if timed_out:
+            return CommandResult(None, f"timed out after {self.timeout:g} s (killed)", out)
         code = proc.returncode
         if code == 0:
             return CommandResult(0, None, out)
@@ -117,14 +121,70 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _rest(proc: subprocess.Popen) -> bytes:
-    """What the killed command wrote; a child that escaped its group and holds the pipe
-    open does not keep us waiting."""
+class _Tail:
+    """The last `limit` bytes written to it."""
+
+    def __init__(self, limit: int = TAIL_BYTES) -> None:
+        self.limit = limit
+        self.data = bytearray()
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk[-self.limit :]
+        if len(self.data) > self.limit:
+            del self.data[: len(self.data) - self.limit]
+
+
+def _follow(proc: subprocess.Popen, timeout: float) -> tuple[bytes, bool]:
+    """Read the command's output into a bounded tail until it exits (or is over time:
+    then its group is killed). (the tail, whether it timed out). The pipe is closed."""
+    tail = _Tail()
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    deadline = time.monotonic() + timeout
+    eof = timed_out = False
     try:
-        out, _ = proc.communicate(timeout=2.0)
-        return out or b""
-    except subprocess.TimeoutExpired:
-        if proc.stdout is not None:
-            proc.stdout.close()
-        proc.wait()
-        return b""
+        while proc.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                kill_group(proc)
+                timed_out = True
+                break
+            if eof:  # its output ended first: only its exit is waited for
+                try:
+                    proc.wait(min(left, POLL_S))
+                except subprocess.TimeoutExpired:
+                    pass
+                continue
+            ready, _, _ = select.select([fd], [], [], min(left, POLL_S))
+            if ready:
+                eof = not _read_some(fd, tail)
+        if timed_out:
+            try:
+                proc.wait(KILL_WAIT_S)
+            except subprocess.TimeoutExpired:  # pragma: no cover (SIGKILL ignored: a D state)
+                pass
+        # what it wrote before it ended, for at most EXIT_DRAIN_S: a background child that
+        # holds the pipe and writes on does not keep us here
+        end = time.monotonic() + EXIT_DRAIN_S
+        while not eof and time.monotonic() < end:
+            ready, _, _ = select.select([fd], [], [], max(end - time.monotonic(), 0.0))
+            if not ready or not _read_some(fd, tail):
+                break
+    finally:
+        proc.stdout.close()
+    return bytes(tail.data), timed_out
+
+
+def _read_some(fd: int, tail: _Tail) -> bool:
+    """Read what the pipe holds now (up to READ_ROUNDS chunks); False at its end."""
+    for _ in range(READ_ROUNDS):
+        try:
+            chunk = os.read(fd, CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        tail.add(chunk)
+    return True

@@ -64,7 +64,7 @@ FIRST_LOOK_S = 24 * 3600.0  # a first start reports bad states of runs active th
 CLEAR_AFTER_S = 600.0  # disk_low / balance_low end after this long without the condition
 BALANCE_LOW_S = 2 * 3600.0  # the balance running out sooner than this is balance_low
 RUN_FORGET_S = 7 * 86400.0  # a run gone from disk this long is forgotten
-MAX_RUNS_KEPT = 10_000
+MAX_RUNS_KEPT = 10_000  # runs gone from disk are forgotten past this many entries
 MESSAGE_CHARS = 400
 PUSHES_READ_MAX = 1024 * 1024  # new bytes of one pushes.jsonl read at one refresh, at most
 
@@ -158,8 +158,8 @@ class EventEngine:
             return
         self._seen_until = _time(state.get("seen_until"))
         runs = state.get("runs")
-        if isinstance(runs, dict):
-            for run_dir, rec in list(runs.items())[:MAX_RUNS_KEPT]:
+        if isinstance(runs, dict):  # every entry (the state file's size bounds them)
+            for run_dir, rec in runs.items():
                 rec = _run_record(rec)
                 if isinstance(run_dir, str) and rec is not None:
                     self._runs[run_dir] = rec
@@ -329,9 +329,16 @@ class EventEngine:
             elif now - gone > RUN_FORGET_S:
                 del self._runs[run_dir]
                 self.dirty = True
-        while len(self._runs) > MAX_RUNS_KEPT:  # the oldest entries go first
-            del self._runs[next(iter(self._runs))]
-            self.dirty = True
+        if len(self._runs) > MAX_RUNS_KEPT:  # runs gone from disk go first, oldest first;
+            # a run that is still there is never forgotten (it would be news again)
+            gone = sorted(
+                (rec["gone_at"], run_dir)
+                for run_dir, rec in self._runs.items()
+                if rec.get("gone_at") is not None
+            )
+            for _at, run_dir in gone[: len(self._runs) - MAX_RUNS_KEPT]:
+                del self._runs[run_dir]
+                self.dirty = True
 
     # -- the machine -----------------------------------------------------------------
 

@@ -5,6 +5,12 @@
 machine's name) are replaced in one pass: a value that itself holds `{message}` (a run
 named so) is not expanded again, and nothing is read as a format string.
 
+Every value is one printable line (core.base.text.printable: a CR or LF in a run's name
+shows as ^M^J, so it cannot end a header of `-H "X-Run: {run}"`), and `{message}` and
+`{host}` never start with anything but a letter or a digit: a message that would (a run
+named `@runs` or `-d`: curl reads `-d @FILE` as a file to send) starts with the event's
+name instead ("run_dead: @runs/x is DEAD ..."), a host name with "host ".
+
 - Never blocks the refresh: `submit` puts the event on a queue served by one worker
   thread. At most MAX_PENDING events wait; when a slow or hanging command lets more pile
   up, the oldest waiting one is dropped (the newest news is kept) and the drop is reported.
@@ -31,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from ..base.text import printable
 from .command import CommandRunner
 from .events import Event, clean
 
@@ -51,6 +58,17 @@ def hf_token() -> str | None:
         return get_token()
     except Exception:
         return None
+
+
+def one_line(text: str) -> str:
+    """`text` as one printable line (controls, CR and LF made visible)."""
+    return printable(text)
+
+
+def safe_start(text: str, prefix: str) -> str:
+    """`text`, with `prefix` before it unless it starts with a letter or a digit: never an
+    option (`-`), a file reference (`@`, `<`) or anything else a program may read as one."""
+    return text if text[:1].isalnum() and text[:1].isascii() else prefix + text
 
 
 def fill(template: Sequence[str], values: Mapping[str, str]) -> list[str]:
@@ -120,17 +138,6 @@ class Notifier:
         with self._cond:
             return not self._queue and not self._busy
 
-    def drain(self, wait: float) -> bool:
-        """Wait up to `wait` seconds for what is queued to be sent; True when it was."""
-        deadline = time.monotonic() + wait
-        with self._cond:
-            while (self._queue or self._busy) and not self._closing:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            return not self._queue and not self._busy
-
     def close(self, wait: float = 10.0) -> None:
         """Stop: what is queued is still sent for up to `wait` seconds, then the command in
         flight is killed and the rest dropped."""
@@ -193,9 +200,9 @@ class Notifier:
         """Run the command for `event`; None when it succeeded, else why not (one line)."""
         values = {
             "event": event.event,
-            "run": event.run or "",
-            "message": event.message,
-            "host": self.host,
+            "run": one_line(event.run or ""),
+            "message": safe_start(one_line(event.message), f"{event.event}: "),
+            "host": safe_start(one_line(self.host), "host "),
         }
         argv = fill(self.argv, values)
         if self.token:

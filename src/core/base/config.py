@@ -181,6 +181,12 @@ class Settings:
         sv.within(MINUTES, positive=True),
         "minutes idle before autostop_command runs (fractions allowed: 0.5 is 30 s)",
     )
+    autostop_trust_records: bool = _setting(
+        sv.flag,
+        "let autostop run when the Hub cannot be asked, trusting pushes.jsonl (risky: a "
+        "stale or forged record stops the machine with weights only on it)",
+        default=False,
+    )
     # the machines of `rgpu-tui fleet`: [[hosts]] tables of the file only (core.base.hosts)
     hosts: tuple[HostSpec, ...] = ()
     # where the values came from: not settings themselves

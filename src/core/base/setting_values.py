@@ -118,7 +118,7 @@ def choice(*allowed: str) -> Callable[[object], str]:
 
 NOTIFY_MAX_ARGS = 64  # an argv for a notification: curl with a few headers fits easily
 NOTIFY_MAX_ARG_CHARS = 4096
-_ARGV_EXAMPLE = '["curl", "-s", "-d", "{message}", "https://ntfy.sh/TOPIC"]'
+_ARGV_EXAMPLE = '["curl", "-s", "--data-raw", "{message}", "https://ntfy.sh/TOPIC"]'
 
 
 def command(example: str) -> Callable[[object], tuple[str, ...]]:

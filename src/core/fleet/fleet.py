@@ -4,7 +4,10 @@ ROOT` subprocess (core.base.hosts.ssh_argv: an argv, no local shell) whose JSON 
 
 A link keeps the host's latest full Snapshot JSON (the agent's first snapshot, then each
 delta applied with core.fleet.delta.apply: a new document each time, never changed once handed
-out), whether the host is reachable, the one-line error when it is not, and since when
+out), at most DOC_MAX_BYTES of it as JSON (a delta grows the document by at most its own
+size, so the document is measured only when the deltas since the last measure could have
+taken it past the bound; past it, the link drops with one line and starts again from a
+fresh snapshot), whether the host is reachable, the one-line error when it is not, and since when
 either is so. A link that drops (ssh ended, the agent died, no line for three heartbeats,
 a line that does not parse) is started again after a pause that doubles from 1 s to
 60 s and starts over at 1 s once a connection delivered a snapshot. An agent of another
@@ -43,6 +46,8 @@ BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0)
 HELLO_GRACE_S = 30.0  # after ConnectTimeout: the remote login and the agent's start
 STALL_HEARTBEATS = 3  # no line for this many heartbeats: the link is stalled
 MAX_LINE_BYTES = 32 * 1024 * 1024
+DOC_MAX_BYTES = 64 * 1024 * 1024  # a host's Snapshot document, as JSON; past it the link drops
+DOC_MEASURE_BYTES = 4 * 1024 * 1024  # delta bytes between two measures of a document near it
 MAX_JUNK_LINES = 200  # lines before the hello that are not it (a chatty login shell)
 STDERR_KEEP = 20
 STDERR_LINE_BYTES = 4096
@@ -142,6 +147,8 @@ class HostLink:
         self._settled = False
         self._settled_event = threading.Event()
         self._skew = False  # the last try found an agent of another schema
+        self._doc_bytes = 0  # the document's size as JSON when last measured (or its line)
+        self._doc_unmeasured = 0  # delta bytes applied since
 
     # -- public ---------------------------------------------------------------------------
 
@@ -368,7 +375,7 @@ class HostLink:
         if not isinstance(obj, dict):
             raise _Dropped("a line from the agent is not a JSON object")
         if "snapshot" in obj or "delta" in obj:
-            self._apply(obj, got)
+            self._apply(obj, got, len(line))
         elif "result" in obj:
             self._result(obj)
         elif "progress" in obj:
@@ -384,12 +391,13 @@ class HostLink:
                 self._stderr.append(scrub(str(obj["notice"])))
         # other lines: from a newer agent of the same schema; skipped
 
-    def _apply(self, obj: dict, got: list) -> None:
+    def _apply(self, obj: dict, got: list, size: int = 0) -> None:
         seq = obj.get("seq")
         if "snapshot" in obj:
             doc = obj["snapshot"]
             if not isinstance(doc, dict) or type(seq) is not int:
                 raise _Dropped("a snapshot line from the agent is malformed")
+            self._doc_bytes, self._doc_unmeasured = size, 0
         else:
             with self._lock:
                 base, expected = self._snapshot if got[0] else None, self._seq + 1
@@ -401,6 +409,7 @@ class HostLink:
                 raise _Dropped(f"a delta from the agent does not apply: {exc}") from None
             if not isinstance(doc, dict):
                 raise _Dropped("a delta from the agent left no snapshot")
+            self._bound(doc, size)
         with self._lock:
             self._snapshot, self._seq = doc, seq
             if not self._reachable:
@@ -408,6 +417,22 @@ class HostLink:
             self._settle()
         got[0] = True
         self._changed()
+
+    def _bound(self, doc: dict, size: int) -> None:
+        """Raise _Dropped when `doc` (after a delta line of `size` bytes) is over
+        DOC_MAX_BYTES as JSON; measured only when it could be (see the module doc)."""
+        self._doc_unmeasured += size
+        if self._doc_bytes + self._doc_unmeasured <= DOC_MAX_BYTES:
+            return
+        if self._doc_unmeasured < DOC_MEASURE_BYTES and self._doc_bytes <= DOC_MAX_BYTES:
+            return  # at most DOC_MEASURE_BYTES past the bound until the next measure
+        measured = len(json.dumps(doc, separators=(",", ":")))
+        self._doc_bytes, self._doc_unmeasured = measured, 0
+        if measured > DOC_MAX_BYTES:
+            raise _Dropped(
+                f"the host's snapshot grew past {DOC_MAX_BYTES >> 20} MB ({measured >> 20} MB): "
+                "the link is dropped and starts again"
+            )
 
     def _result(self, obj: dict) -> None:
         with self._lock:

@@ -20,8 +20,9 @@ keeps. What the JSON does not keep comes back as follows:
   one every dialog shows first).
 
 The document comes over the network from another machine: every field is checked
-against its dataclass annotation. A value of the wrong type or out of range becomes
-None (or the field's default); only a document without what a Snapshot cannot do
+against its dataclass annotation. A value of the wrong type becomes None (or the field's
+default); a number out of the range the local readers use becomes None too, and the host
+view says so (core.fleet.host_ranges); only a document without what a Snapshot cannot do
 without (`generated_at`, `root`, `runs`) raises SnapshotJsonError. Never anything else.
 """
 
@@ -49,6 +50,7 @@ from ..model.snapshot import (
 )
 from ..run.checkpoints import default_checkpoint
 from ..run.hub_target import repo_problem
+from .host_ranges import in_ranges
 
 FLOAT_LIMIT = 1e300  # an int this large would overflow a float in a format
 
@@ -341,19 +343,21 @@ def snapshot_from_json(doc) -> Snapshot:
                 more[f.name] = _check(doc[f.name], hints[f.name])
             except _Bad:
                 continue
-    return Snapshot(
-        **more,
-        generated_at=generated_at,
-        root=root,
-        root_exists=doc.get("root_exists") is True,
-        runs=tuple(runs),
-        selected=selected,
-        problem=doc.get("problem") if isinstance(doc.get("problem"), str) else None,
-        gpus=part("gpus", gpus_from_json),
-        system=part("system", system_from_json),
-        cost=part("cost", cost_from_json),
-        schema_version=schema if type(schema) is int else 0,
-        deep_dirs_skipped=deep if type(deep) is int and deep >= 0 else 0,
+    return in_ranges(
+        Snapshot(
+            **more,
+            generated_at=generated_at,
+            root=root,
+            root_exists=doc.get("root_exists") is True,
+            runs=tuple(runs),
+            selected=selected,
+            problem=doc.get("problem") if isinstance(doc.get("problem"), str) else None,
+            gpus=part("gpus", gpus_from_json),
+            system=part("system", system_from_json),
+            cost=part("cost", cost_from_json),
+            schema_version=schema if type(schema) is int else 0,
+            deep_dirs_skipped=deep if type(deep) is int and deep >= 0 else 0,
+        )
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..base.urls import strip_userinfo
 from ..run.tail import redact
-from .hub_client import HubTimeout
+from .hub_client import HubLimit, HubTimeout
 from .staging import StagingError
 
 RETRY_WAITS = (1.0, 2.0)
@@ -71,7 +71,7 @@ def describe_error(
         net_timeout = net_error = ()
     chain = _chain(exc)
     for e in chain:
-        if isinstance(e, (PushFailed, StagingError)):
+        if isinstance(e, (PushFailed, StagingError, HubLimit)):
             return str(e)
         if isinstance(e, HubTimeout):
             return f"the Hub did not answer within {e.timeout:g} s: try again later"
@@ -107,7 +107,33 @@ def describe_error(
         if isinstance(e, OSError) and not isinstance(e, HfHubHTTPError):
             where = f" ({e.filename})" if getattr(e, "filename", None) else ""
             return f"{e.strerror or _first_line(str(e)) or type(e).__name__}{where}"
-    return f"push failed: {type(exc).__name__}: {_first_line(str(exc))}"
+    return f"unexpected error: {_first_line(str(exc)) or 'no details given'}"
+
+
+def describe_pull_error(exc: BaseException, *, repo: str, endpoint: str, timeout: float) -> str:
+    """One line for a failed pull: the few that differ from a push's, else describe_error
+    (timeouts, 401, 404, 429, 5xx, an unreachable Hub)."""
+    try:
+        from huggingface_hub.errors import (
+            HfHubHTTPError,
+            OfflineModeIsEnabled,
+            RepositoryNotFoundError,
+        )
+    except ImportError:  # pragma: no cover
+        HfHubHTTPError = OfflineModeIsEnabled = RepositoryNotFoundError = ()
+    for e in _chain(exc):
+        if isinstance(e, OfflineModeIsEnabled):
+            return "HF_HUB_OFFLINE is set: unset it to pull"
+        if isinstance(e, HfHubHTTPError):
+            status = _status(e)
+            if status == 403:
+                return f"no read access to {repo} (403): use a token that can read it"
+            if isinstance(e, RepositoryNotFoundError) or status in (401, 404, 429):
+                break
+            if status is not None and 400 <= status < 500:
+                return f"the Hub refused the download ({status})"
+            break
+    return describe_error(exc, repo=repo, endpoint=endpoint, timeout=timeout)
 
 
 def _transient(exc: BaseException) -> bool:
@@ -118,7 +144,7 @@ def _transient(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover
         return False
     for e in _chain(exc):
-        if isinstance(e, HubTimeout):
+        if isinstance(e, (HubTimeout, HubLimit)):
             return False
         if isinstance(e, HfHubHTTPError):
             status = _status(e)

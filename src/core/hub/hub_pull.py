@@ -39,17 +39,21 @@ from dataclasses import dataclass, field
 
 from ..base.safeio import NotRegularFile, open_regular
 from ..base.urls import strip_userinfo
+from ..base.values import shown
 from ..run.hub_target import repo_path
 from ..run.run_files import ARTIFACTS
 from ..run.torch_checkpoint import check_checkpoint
-from .hub_client import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, configure_hub, get_token
-from .hub_errors import describe_error, scrub
+from .hub_client import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, bounded, configure_hub, get_token
+from .hub_errors import describe_pull_error, scrub
 
 WHICH = ("best", "last", "all")
 DOWNLOADED, ALREADY_HERE, ERROR = "downloaded", "already here", "error"
 CHUNK = 1 << 20
 RUNS_SHOWN = 10  # runs named when RUN is not in the repo
 DOWNLOAD_RETRIES = 2  # a 429 or 5xx on a file GET; never a timeout
+LISTED_MAX = 20_000  # entries of one listing (a run's folder holds a few hundred at most)
+LISTING_MAX_BYTES = 32 * 1024 * 1024  # one answer of the Hub before the downloads
+EPOCH_DIGITS_MAX = 8  # epoch_N.pt with a longer N (EPOCHS is 0..10^7) is skipped
 
 # the same shape core.run.hub_target and core.base.config accept
 _REPO_RE = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
@@ -269,15 +273,21 @@ def pull(
         api = HfApi(endpoint=endpoint, token=token)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            revision = api.repo_info(repo, repo_type="model").sha
-            listed = _listing(api, repo, where.directory, revision)
-            found = {}
-            for path, entry in listed.items():
-                name = where.name_of(path)
-                if name is not None:
+            # what is there, as a whole within --timeout (pages that never end, a drip)
+            with bounded(timeout, LISTING_MAX_BYTES, f"the Hub's listing of {repo}"):
+                revision = api.repo_info(repo, repo_type="model").sha
+                listed = _listing(api, repo, where.directory, revision)
+                found = {}
+                for path, entry in listed.items():
+                    name = where.name_of(path)
+                    if name is None:
+                        continue
+                    if _odd_epoch(name):
+                        notices.append(f"skipped {shown(path, 60)}: its epoch is out of range")
+                        continue
                     found[name] = entry
-            if not found:
-                raise _PullFailed(_not_there(api, repo, run, hub_path, revision))
+                if not found:
+                    raise _PullFailed(_not_there(api, repo, run, hub_path, revision))
             wanted = _select(found, which, run, repo, notices)
             if which == "all" and where.shared and where.artifact_paths() & set(listed):
                 notices.append(
@@ -306,9 +316,21 @@ def _listing(api, repo: str, directory: str, revision: str | None) -> dict:
         entries = api.list_repo_tree(
             repo, path_in_repo=directory or None, revision=revision, repo_type="model"
         )
-        return {e.path: e for e in entries if isinstance(e, RepoFile)}
+        return {e.path: e for e in _capped(entries, repo, directory) if isinstance(e, RepoFile)}
     except (EntryNotFoundError, RevisionNotFoundError):
         return {}
+
+
+def _capped(entries, repo: str, directory: str):
+    """The entries of a listing, at most LISTED_MAX of them (pages that never end)."""
+    for n, entry in enumerate(entries):
+        if n >= LISTED_MAX:
+            where = f"{repo}: {directory}" if directory else repo
+            raise _PullFailed(
+                f"the Hub lists more than {LISTED_MAX} entries in {where}: not a run's folder "
+                "(pull stopped listing)"
+            )
+        yield entry
 
 
 def _not_there(api, repo: str, run: str, hub_path: str, revision: str | None) -> str:
@@ -342,7 +364,7 @@ def _runs_in(api, repo: str, hub_path: str, revision: str | None) -> list[str] |
             repo, path_in_repo=parent or None, revision=revision, repo_type="model"
         )
         runs = set()
-        for entry in entries:
+        for entry in _capped(entries, repo, parent):
             if not isinstance(entry, RepoFile if last else RepoFolder):
                 continue
             m = pattern.fullmatch(entry.path.rpartition("/")[2])
@@ -364,7 +386,10 @@ def _select(found: dict, which: str, run: str, repo: str, notices: list[str]) ->
             return _Wanted(name, rel, entry.path, int(lfs.size), "sha256", lfs.sha256.lower())
         return _Wanted(name, rel, entry.path, int(entry.size), "git-sha1", entry.blob_id.lower())
 
-    has = ", ".join(sorted(found, key=_order))
+    names = sorted(found, key=_order)
+    has = ", ".join(names[:RUNS_SHOWN])
+    if len(names) > RUNS_SHOWN:
+        has += f" and {len(names) - RUNS_SHOWN} more"
     if which == "best":
         if "best.pt" in found:
             return [want("best.pt")]
@@ -377,6 +402,12 @@ def _select(found: dict, which: str, run: str, repo: str, notices: list[str]) ->
             return [want("last.pt")]
         raise _PullFailed(f"{repo} has no last.pt for {run} (it has {has})")
     return [want(name) for name in sorted(found, key=_order)]
+
+
+def _odd_epoch(name: str) -> bool:
+    """epoch_N.pt with an N longer than any epoch (5000 digits is not a number to parse)."""
+    m = _EPOCH_RE.fullmatch(name)
+    return m is not None and len(m.group(1)) > EPOCH_DIGITS_MAX
 
 
 def _order(name: str) -> tuple:
@@ -551,32 +582,11 @@ def _download(api, repo, revision, want: _Wanted, path: str, *, endpoint, token)
 
 
 def _describe(exc: BaseException, *, repo: str, endpoint: str, timeout: float) -> str:
-    """One line for a failed pull: ours, the few that differ from a push's, else
-    core.hub.hub_errors.describe_error (timeouts, 401, 404, 429, 5xx, an unreachable Hub)."""
-    try:
-        from huggingface_hub.errors import (
-            HfHubHTTPError,
-            OfflineModeIsEnabled,
-            RepositoryNotFoundError,
-        )
-    except ImportError:  # pragma: no cover
-        HfHubHTTPError = OfflineModeIsEnabled = RepositoryNotFoundError = ()
+    """One line for a failed pull: ours, else core.hub.hub_errors.describe_pull_error."""
     seen, e = set(), exc
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         if isinstance(e, _PullFailed):
             return str(e)
-        if isinstance(e, OfflineModeIsEnabled):
-            return "HF_HUB_OFFLINE is set: unset it to pull"
-        if isinstance(e, HfHubHTTPError):
-            status = getattr(getattr(e, "response", None), "status_code", None)
-            if status == 403:
-                return f"no read access to {repo} (403): use a token that can read it"
-            if isinstance(e, RepositoryNotFoundError) or status in (401, 404, 429):
-                break
-            if status is not None and 400 <= status < 500:
-                return f"the Hub refused the download ({status})"
-            break
         e = e.__cause__ or e.__context__
-    line = describe_error(exc, repo=repo, endpoint=strip_userinfo(endpoint), timeout=timeout)
-    return line.replace("push failed:", "pull failed:")
+    return describe_pull_error(exc, repo=repo, endpoint=strip_userinfo(endpoint), timeout=timeout)

@@ -7,7 +7,10 @@ metrics.jsonl, results.csv, summary.json, train_config.yaml) beside it. The
 checkpoint is first staged (`core.hub.staging`): a private, verified copy of one
 complete version, uploaded from a file object that reports its position, and
 removed afterwards whatever happened. Pushing a file whose staged sha256 equals
-the last successful push of that file to that repo path makes no commit.
+the last successful push of that file to that repo path makes no commit when the
+Hub still has that very file there (asked first: core.hub.hub_confirm, the check
+autostop makes); when it does not, or cannot be asked, a notice says so and it
+is pushed.
 
 Every attempt appends one JSON line to `<run>/.rgpu/pushes.jsonl`.
 
@@ -324,9 +327,15 @@ def push(
 
         previous = _last_ok(run_dir, name, repo, record["path"], record["endpoint"])
         if not force and previous is not None and previous.get("sha256") == record["sha256"]:
-            record["outcome"] = "skipped"
-            record["commit_url"] = previous.get("commit_url")
-            return _finish(run_dir, record, skipped=True)
+            phase("connecting")
+            doubt = None if staged is None else _not_on_hub(
+                run_dir, name, staged, previous, endpoint=endpoint, token=token, timeout=timeout
+            )  # fmt: skip
+            if doubt is None:  # the Hub has it there: nothing to do
+                record["outcome"] = "skipped"
+                record["commit_url"] = previous.get("commit_url")
+                return _finish(run_dir, record, skipped=True)
+            record["notices"].append(doubt)
 
         phase("connecting")
         _configure_hub(timeout)
@@ -386,6 +395,30 @@ def push(
     finally:
         if staged is not None:
             staged.remove()
+
+
+def _not_on_hub(
+    run_dir: str, name: str, staged: Staged, previous: dict, *, endpoint: str, token: str,
+    timeout: float,
+) -> str | None:  # fmt: skip
+    """None when the Hub has this very file where its last push put it (the check autostop
+    makes, core.hub.hub_confirm); else why it is pushed again, in one line."""
+    from .hub_confirm import lookup_on_hub
+    from .weights_safety import SAFE, FileKey, RunWeights
+
+    key = FileKey(staged.path, 0, 0, staged.size, 0, 0)
+    label = os.path.basename(run_dir.rstrip(os.sep))
+    w = RunWeights(run_dir, label, name, key, SAFE, "", staged.sha256, previous)
+    check = lookup_on_hub([w], token=token, endpoint=endpoint, timeout=timeout)
+    [found] = check.files
+    if found.status == "confirmed":
+        return None
+    if check.unreachable:
+        return f"cannot confirm {name} on the Hub ({check.unreachable}): pushing it again"
+    return (
+        f"{name} is unchanged since its last push, but the Hub disagrees ({found.detail}): "
+        "pushing it again"
+    )
 
 
 def _last_ok(run_dir: str, name: str, repo: str, path: str | None, endpoint: str) -> dict | None:

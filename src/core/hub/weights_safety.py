@@ -1,78 +1,103 @@
-"""Is every run's newest weights file on the Hub? (what autostop asks before it stops the machine)
+"""Is every weights file under the root on the Hub? (what autostop asks before it stops the
+machine: any doubt holds it)
 
-A run's newest weights are `weights/best.pt`, or `weights/last.pt` when there is no best.pt;
-a run with neither has nothing to lose and is left out. Its verdict:
+`WeightsChecker.survey(root, runs, now)` walks the whole root for weights folders
+(core.run.weights_finder: every `*/weights/` folder, dot-folders and folders the run finder
+skips included, bounded; what it could not look at is a doubt) and judges each weights
+file that would be lost on its own:
+
+- `best.pt` of every weights folder;
+- `last.pt` too when the run did not complete (what a resume needs; a folder no run
+  reads as completed counts as not completed), or when there is no best.pt;
+- every `*.pt` of another name than epoch_N.pt (`final.pt`: nothing else holds it);
+- with none of these, the newest epoch_N.pt (the highest N).
+
+Only regular files are weights: a FIFO, device or folder named best.pt is not one (and
+does not hide a real last.pt: each file is judged on its own). Each file's verdict:
 
 - "safe": the sha256 of the file on disk equals the one the newest successful push of
-  that file recorded in the run's `.rgpu/pushes.jsonl` (outcome "ok", or "skipped":
-  unchanged since an "ok" one);
+  that file recorded in the run's `.rgpu/pushes.jsonl` (outcome "ok", or "skipped");
 - "not_pushed" (no successful push of it), "changed" (pushed, but the file differs now),
-  "outside" (a symlink that leaves the run: rgpu-tui does not push it): not safe;
+  "outside" (a symlink that leaves the run: rgpu-tui does not push it), "uncheckable"
+  (it cannot be read: permission denied, a watcher running as another user): not safe;
 - "writing" (changed within SETTLE_S: a trainer or a copy may still be writing it) and
   "hashing" (its hash is being computed): not known yet.
 
-A FIFO, device or folder named best.pt is not weights (nothing to lose). Hashing a
-multi-GB file every refresh is not done: `WeightsChecker` keeps each file's sha256 by
-(path, inode, size, mtime_ns) and hashes only when that changes, in one worker thread of
-its own; `check()` never reads a checkpoint, only stats it (and re-reads a pushes.jsonl
-when its inode, size or mtime changed).
+Hashing a multi-GB file every refresh is not done: `WeightsChecker` keeps each file's
+sha256 by its identity (path, device, inode, size, mtime and ctime: a file rewritten in
+place with the same size and its mtime put back has a new ctime) and hashes only when that
+changes, in one worker thread of its own; `survey()` never reads a checkpoint, only stats
+it (and re-reads a pushes.jsonl when its inode, size or mtime changed).
 
-`hub_check()` then asks the Hub (in the same worker) for the file at the path each record
-names, at the repo's head: its LFS sha256 (or git blob sha1 for a file kept in git) must be
-the one on disk. A path or repo the Hub does not have, or a different file there, is not
-safe; a Hub that cannot be reached (no network, a timeout, a 5xx, a refused token) cannot
-say, and the records are trusted (the result says so). Any other answer (a token it refuses,
-a record naming another endpoint than HF_ENDPOINT, or no usable repo) is not safe.
+`hub_check()` then asks the Hub (core.hub.hub_confirm, in the same worker) for each safe
+file at the path its record names: "confirmed", or not ("missing", "different"), or the Hub
+could not be asked ("unreachable": autostop holds on that too, unless
+autostop_trust_records). An answer is used only for the attempt it was asked for (asked
+after `since`), for the same files and the same push records: a new push record, a new
+attempt after a busy stretch, asks again.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import re
 import threading
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..base.safeio import open_regular
-from ..base.urls import strip_userinfo
 from ..model.snapshot import RunInfo
-from ..records.push_records import NEWEST_WEIGHTS, PUSHES_READ_MAX, pushes_path
+from ..records.push_records import PUSHES_READ_MAX, pushes_path
 from ..records.records import read_json_lines
 from ..run.run_files import checkpoint_problem
+from ..run.torch_checkpoint import check_checkpoint
+from ..run.weights_finder import WeightsFinder, WeightsScan
 
 SETTLE_S = 5.0  # a file changed this recently may still be being written
 CHUNK = 1 << 20
-WEIGHTS = NEWEST_WEIGHTS
-HUB_RESULT_MAX_AGE_S = 600.0  # a hub check older than this is asked again
-SAFE, NOT_PUSHED, CHANGED, OUTSIDE, WRITING, HASHING = (
+HUB_RESULT_MAX_AGE_S = 600.0  # a Hub answer older than this is asked again
+HUB_RETRY_S = 60.0  # a Hub that could not be asked is asked again after this long
+SURVEY_EVERY_S = 30.0  # while not due, the root is walked again at most this often
+SAFE, NOT_PUSHED, CHANGED, OUTSIDE, UNCHECKABLE, TORN, WRITING, HASHING = (
     "safe",
     "not_pushed",
     "changed",
     "outside",
+    "uncheckable",
+    "torn",
     "writing",
     "hashing",
 )
-UNSAFE = (NOT_PUSHED, CHANGED, OUTSIDE)
+UNSAFE = (NOT_PUSHED, CHANGED, OUTSIDE, UNCHECKABLE, TORN)
 PENDING = (WRITING, HASHING)
+_EPOCH = re.compile(r"epoch_(\d{1,12})\.pt")
 
 
 @dataclass(frozen=True)
 class FileKey:
+    """One version of a file: any write changes it (ctime cannot be put back)."""
+
     path: str
+    dev: int
     ino: int
     size: int
     mtime_ns: int
+    ctime_ns: int
+
+
+NO_KEY = FileKey("", 0, 0, 0, 0, 0)
 
 
 @dataclass(frozen=True)
 class RunWeights:
     run_dir: str
-    name: str  # the run's name as the runs list shows it
-    file: str  # "best.pt" | "last.pt"
+    name: str  # the run's name as the runs list shows it (or its folder under the root)
+    file: str  # "best.pt" | "last.pt" | "epoch_7.pt" | ...
     key: FileKey
-    verdict: str  # SAFE, NOT_PUSHED, CHANGED, OUTSIDE, WRITING, HASHING
+    verdict: str  # SAFE, NOT_PUSHED, CHANGED, OUTSIDE, UNCHECKABLE, TORN, WRITING, HASHING
     detail: str  # one line: what is wrong, or where it is on the Hub
     sha256: str | None = None
     record: dict | None = None  # the newest successful push of this file
@@ -81,6 +106,20 @@ class RunWeights:
     @property
     def label(self) -> str:
         return f"{self.name} {self.file}"
+
+
+@dataclass(frozen=True)
+class Survey:
+    """Every weights file under a root that would be lost, and what could not be looked at."""
+
+    root: str
+    weights: list[RunWeights]
+    doubts: tuple[str, ...] = ()  # one line each: autostop holds while there is one
+    runs: int = 0  # runs the run finder listed
+    folders: int = 0  # weights folders found
+
+    def keys(self) -> frozenset:
+        return frozenset((w.run_dir, w.file, w.key, w.verdict) for w in self.weights)
 
 
 @dataclass(frozen=True)
@@ -94,7 +133,7 @@ class HubFile:
 class HubCheck:
     at: float
     files: tuple[HubFile, ...]
-    unreachable: str | None  # why the Hub could not be asked (then the records are trusted)
+    unreachable: str | None  # why the Hub could not be asked
 
     @property
     def bad(self) -> tuple[HubFile, ...]:
@@ -102,15 +141,15 @@ class HubCheck:
 
 
 def hub_key(weights: Iterable[RunWeights]) -> tuple:
+    """The question put to the Hub: these files, these versions, these push records."""
     return tuple(
         sorted(
             (
                 w.run_dir,
                 w.file,
                 w.sha256 or "",
-                str((w.record or {}).get("repo")),
-                str((w.record or {}).get("path")),
-                str((w.record or {}).get("endpoint")),
+                *(str((w.record or {}).get(k)) for k in ("repo", "path", "endpoint", "time")),
+                str((w.record or {}).get("commit_url")),
             )
             for w in weights
         )
@@ -118,8 +157,8 @@ def hub_key(weights: Iterable[RunWeights]) -> tuple:
 
 
 class WeightsChecker:
-    """Verdicts for every run's newest weights; hashing and the Hub off the caller's thread.
-    `check` and `hub_check` are called from one thread (the watcher's loop)."""
+    """Verdicts for every weights file under a root; hashing and the Hub off the caller's
+    thread. `survey`, `check` and `hub_check` are called from one thread at a time."""
 
     def __init__(
         self,
@@ -127,76 +166,135 @@ class WeightsChecker:
         settle_s: float = SETTLE_S,
         hub_lookup: Callable[[list[RunWeights]], HubCheck] | None = None,
     ) -> None:
+        if hub_lookup is None:
+            from .hub_confirm import lookup_on_hub as hub_lookup
         self.settle_s = settle_s
-        self._hub_lookup = hub_lookup or lookup_on_hub
+        self._hub_lookup = hub_lookup
         self._cond = threading.Condition()
         self._jobs: deque = deque()
         self._queued: set = set()
         self._hashes: dict[FileKey, str | None] = {}  # None: could not be read
+        self._torn: dict[FileKey, str] = {}  # why a hashed file is no complete checkpoint
         self._hub: dict[tuple, HubCheck] = {}
         self._closed = False
         self._thread: threading.Thread | None = None
         self._pushes: dict[str, tuple[tuple, list[dict]]] = {}
+        self._finders: dict[str, WeightsFinder] = {}
+        self._last_scan: tuple[float, WeightsScan] | None = None
         self.hashed = 0  # files hashed (for tests and numbers)
 
     # -- the verdicts -------------------------------------------------------------
 
-    def check(self, runs: Iterable[RunInfo], now: float) -> list[RunWeights]:
-        """One verdict per run that has weights (see the module doc); hashing is started
-        for a file whose hash is not known. Never raises for a run's files."""
-        out = []
-        seen = set()
-        for run in runs:
-            if _pseudo(run.run_dir):
-                continue
+    def survey(
+        self, root: str, runs: Iterable[RunInfo], now: float, *, fresh: bool = True
+    ) -> Survey:
+        """Every weights file under `root` that would be lost (see the module doc). With
+        `fresh` False, the last walk of the same root younger than SURVEY_EVERY_S is used
+        again (the countdown's line; each file is still judged now). Never raises for a
+        run's files."""
+        root = os.path.abspath(root)
+        runs = list(runs)
+        by_dir = {r.run_dir: r for r in runs}
+        last = self._last_scan
+        recent = last is not None and last[1].root == root and now - last[0] < SURVEY_EVERY_S
+        if not fresh and recent:
+            scan = last[1]  # the walk of a few seconds ago; each file is judged again
+        else:
+            finder = self._finders.get(root)
+            if finder is None:
+                self._finders = {root: (finder := WeightsFinder(root))}
+            scan = finder.scan()
+            self._last_scan = (now, scan)
+        out: list[RunWeights] = []
+        for folder, names in sorted(scan.folders.items()):
+            run_dir = os.path.dirname(folder)
+            info = by_dir.get(run_dir)
+            name = info.name if info is not None else _name_under(root, run_dir)
+            completed = info is not None and info.state == "completed"
             try:
-                got = self._one(run, now)
-            except Exception as exc:  # one odd run never spoils the others, or the loop
-                got = None
-                out.append(
-                    RunWeights(
-                        run.run_dir, run.name, "best.pt", FileKey("", 0, 0, 0), NOT_PUSHED,
-                        f"could not be checked ({type(exc).__name__}): push it",
-                    )
-                )  # fmt: skip
-            if got is not None:
-                out.append(got)
-                seen.add(got.key)
-        with self._cond:  # forget the hashes of files that are no longer anyone's newest
-            for key in [k for k in self._hashes if k not in seen]:
-                del self._hashes[key]
-        for run_dir in [d for d in self._pushes if d not in {r.run_dir for r in runs}]:
-            del self._pushes[run_dir]
-        return out
+                out.extend(self._folder(run_dir, name, folder, names, completed, now))
+            except Exception as exc:  # one odd folder never spoils the others, or the loop
+                out.append(RunWeights(
+                    run_dir, name, "weights", NO_KEY, UNCHECKABLE,
+                    f"its weights could not be checked ({type(exc).__name__})",
+                ))  # fmt: skip
+        self._forget(out, by_dir)
+        return Survey(root, out, scan.doubts, len(runs), len(scan.folders))
 
-    def _one(self, run: RunInfo, now: float) -> RunWeights | None:
-        for file in WEIGHTS:
-            path = os.path.join(run.run_dir, "weights", file)
+    def check(self, runs: Iterable[RunInfo], now: float) -> list[RunWeights]:
+        """The verdicts of each run's own weights folder (`survey` without the walk)."""
+        runs = list(runs)
+        out: list[RunWeights] = []
+        for run in runs:
+            folder = os.path.join(run.run_dir, "weights")
             try:
-                st = os.stat(path)
+                names = tuple(n for n in os.listdir(folder) if n.endswith(".pt"))
             except OSError:
                 continue
-            break
-        else:
-            return None  # no weights: nothing to lose
-        key = FileKey(path, st.st_ino, st.st_size, st.st_mtime_ns)
-        records = [r for r in self._records(run.run_dir) if r.get("file") == file]
+            out.extend(
+                self._folder(run.run_dir, run.name, folder, names, run.state == "completed", now)
+            )
+        self._forget(out, {r.run_dir: r for r in runs})
+        return out
+
+    def _forget(self, judged: list[RunWeights], runs: dict) -> None:
+        """Forget the hashes of files no longer judged, and pushes of runs gone."""
+        seen = {w.key for w in judged}
+        dirs = {w.run_dir for w in judged} | set(runs)
+        with self._cond:
+            for key in [k for k in self._hashes if k not in seen]:
+                del self._hashes[key]
+                self._torn.pop(key, None)
+        for run_dir in [d for d in self._pushes if d not in dirs]:
+            del self._pushes[run_dir]
+
+    def _folder(
+        self, run_dir: str, name: str, folder: str, names, completed: bool, now: float
+    ) -> list[RunWeights]:
+        """The files of one weights folder that would be lost, each judged."""
+        found: dict[str, os.stat_result | OSError] = {}
+        for file in names:
+            path = os.path.join(folder, file)
+            try:
+                st = os.stat(path)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # gone, or a dangling link
+                    found[file] = exc  # cannot be told: permission denied, a loop of links
+                continue
+            if not _regular(st.st_mode):
+                continue  # a FIFO, device or folder named *.pt: no weights
+            found[file] = st
+        keep = []
+        if "best.pt" in found:
+            keep.append("best.pt")
+        if "last.pt" in found and (not completed or "best.pt" not in found):
+            keep.append("last.pt")
+        keep.extend(
+            sorted(f for f in found if f not in ("best.pt", "last.pt") and not _EPOCH.fullmatch(f))
+        )
+        if not keep and found:  # epoch_N.pt only: the newest is what a resume needs
+            keep.append(max(found, key=lambda f: _newest(f, found[f])))
+        return [self._one(run_dir, name, folder, file, found[file], now) for file in keep]
+
+    def _one(self, run_dir: str, name: str, folder: str, file: str, st, now: float) -> RunWeights:
+        path = os.path.join(folder, file)
+        records = [r for r in self._records(run_dir) if r.get("file") == file]
         good = [r for r in records if r.get("outcome") in ("ok", "skipped")]
         record = good[-1] if good else None
         last_error = None
         if records and records[-1].get("outcome") == "error":
             last_error = str(records[-1].get("error") or "no reason given")
+        key = NO_KEY if isinstance(st, OSError) else _key(path, st)
 
         def verdict(what: str, detail: str, sha: str | None = None) -> RunWeights:
-            return RunWeights(
-                run.run_dir, run.name, file, key, what, detail, sha, record, last_error
-            )
+            return RunWeights(run_dir, name, file, key, what, detail, sha, record, last_error)
 
-        problem = checkpoint_problem(run.run_dir, path, file)
-        if problem and "not a regular file" in problem:
-            return None  # a FIFO or a device named best.pt: no weights
-        if problem:
+        problem = checkpoint_problem(run_dir, path, file)
+        if problem and "not a regular file" not in problem:
             return verdict(OUTSIDE, problem)
+        if isinstance(st, OSError):
+            why = "permission denied" if st.errno in (errno.EACCES, errno.EPERM) else st.strerror
+            return verdict(UNCHECKABLE, f"{file} cannot be checked ({why})")
         if now - st.st_mtime < self.settle_s:
             return verdict(WRITING, f"{file} changed {max(now - st.st_mtime, 0):.0f} s ago")
         with self._cond:
@@ -206,7 +304,12 @@ class WeightsChecker:
             self._submit(("hash", key), lambda: self._hash(key))
             return verdict(HASHING, f"hashing {file} ({st.st_size / 1e6:.0f} MB)")
         if sha is None:
-            return verdict(NOT_PUSHED, f"{file} cannot be read to hash it")
+            return verdict(UNCHECKABLE, f"{file} cannot be read to check it (permission denied?)")
+        if record is None or record.get("sha256") != sha:
+            with self._cond:
+                torn = self._torn.get(key)
+            if torn:  # the one validity check (core.run.torch_checkpoint): no push can take it
+                return verdict(TORN, f"{torn}: it cannot be pushed", sha)
         if record is None:
             return verdict(NOT_PUSHED, f"{file} was never pushed", sha)
         if record.get("sha256") != sha:
@@ -232,14 +335,20 @@ class WeightsChecker:
 
     # -- the Hub --------------------------------------------------------------------
 
-    def hub_check(self, weights: list[RunWeights], now: float) -> HubCheck | None:
-        """What the Hub says of these (safe) weights; None while it is being asked (asked
-        in the worker; a result is kept HUB_RESULT_MAX_AGE_S for the same files)."""
+    def hub_check(
+        self, weights: list[RunWeights], now: float, since: float | None = None
+    ) -> HubCheck | None:
+        """What the Hub says of these (safe) weights; None while it is being asked (in the
+        worker). An answer is given again only when it was asked at or after `since` (this
+        attempt), for the same files and records, and is younger than HUB_RESULT_MAX_AGE_S
+        (HUB_RETRY_S when the Hub could not be asked)."""
         key = hub_key(weights)
         with self._cond:
             got = self._hub.get(key)
-        if got is not None and now - got.at <= HUB_RESULT_MAX_AGE_S:
-            return got
+        if got is not None and (since is None or got.at >= since):
+            max_age = HUB_RETRY_S if got.unreachable else HUB_RESULT_MAX_AGE_S
+            if now - got.at <= max_age:
+                return got
         wanted = list(weights)
 
         def ask() -> None:
@@ -248,7 +357,7 @@ class WeightsChecker:
             with self._cond:
                 self._hub = {key: result}  # only the newest question is kept
 
-        self._submit(("hub", key), ask)
+        self._submit(("hub", key, now), ask)
         return None
 
     # -- the worker -----------------------------------------------------------------
@@ -257,6 +366,8 @@ class WeightsChecker:
         with self._cond:
             if self._closed or job_key in self._queued:
                 return
+            if job_key[0] == "hub" and any(k[:2] == job_key[:2] for k in self._queued):
+                return  # the same question is being asked
             self._queued.add(job_key)
             self._jobs.append((job_key, fn))
             if self._thread is None:
@@ -284,12 +395,16 @@ class WeightsChecker:
                     self._cond.notify_all()
 
     def _hash(self, key: FileKey) -> None:
-        """sha256 of the file, kept only if it is still the same version afterwards."""
+        """sha256 of the file, kept only if it is still the same version afterwards, and
+        whether it is a complete torch checkpoint (a torn one can never be pushed)."""
         sha = sha256_of(key)
         if sha is False:
             return  # it changed while being read: hashed again at a later check
+        torn = torn_problem(key) if sha is not None else None
         with self._cond:
             self._hashes[key] = sha
+            if torn:
+                self._torn[key] = torn
             self.hashed += 1
 
     def idle(self) -> bool:
@@ -316,146 +431,56 @@ def sha256_of(key: FileKey) -> str | None | bool:
     except OSError:
         return None
     try:
-        if _key_of(fd, key.path) != key:
+        if _key(key.path, os.fstat(fd)) != key:
             return False
         h = hashlib.sha256()
         while chunk := os.read(fd, CHUNK):
             h.update(chunk)
-        return h.hexdigest() if _key_of(fd, key.path) == key else False
+        return h.hexdigest() if _key(key.path, os.fstat(fd)) == key else False
     except OSError:
         return None
     finally:
         os.close(fd)
 
 
-def _key_of(fd: int, path: str) -> FileKey:
-    st = os.fstat(fd)
-    return FileKey(path, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _git_sha1(path: str, size: int) -> str | None:
-    try:
-        fd = open_regular(path)
-    except OSError:
-        return None
-    try:
-        h = hashlib.sha1(b"blob %d\0" % size)
-        while chunk := os.read(fd, CHUNK):
-            h.update(chunk)
-        return h.hexdigest()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _pseudo(run_dir: str) -> bool:
-    """core.picture.watch's pseudo run for a launch with no status.json yet: no weights of
-    its own."""
-    parent = os.path.dirname(run_dir)
-    return (
-        os.path.basename(parent) == "launch"
-        and os.path.basename(os.path.dirname(parent)) == ".rgpu"
-    )
-
-
-# -- asking the Hub -----------------------------------------------------------------------
-
-
-def lookup_on_hub(weights: list[RunWeights], *, token: str | None = None) -> HubCheck:
-    """The Hub's metadata of each file at the repo and path its record names, at the repo's
-    head (one paths-info request per repo). Only the Hub this process pushes to is asked
-    (HF_ENDPOINT, else huggingface.co): a record naming another endpoint is not believed
-    (a run directory is untrusted: the token never goes where a record says). Never raises."""
-    from ..run.hub_target import repo_problem
-    from .hub_client import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT, configure_hub, get_token
-    from .hub_errors import describe_error, scrub
-
-    token = token or get_token()
-    endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
-    ours = strip_userinfo(endpoint)
-    groups: dict[str, list[RunWeights]] = {}
-    files: list[HubFile] = []
-    for w in weights:
-        record = w.record or {}
-        theirs = str(record.get("endpoint") or ours).rstrip("/")
-        repo = record.get("repo")
-        if theirs != ours:
-            detail = f"pushed to {theirs}, not to {ours} (HF_ENDPOINT), which this watcher asks"
-            files.append(HubFile(w, "missing", detail))
-        elif not isinstance(repo, str) or repo_problem(repo) or not record.get("path"):
-            files.append(HubFile(w, "missing", "its push record names no usable repo and path"))
-        else:
-            groups.setdefault(repo, []).append(w)
-    unreachable = None
-    for repo, group in groups.items():
+def torn_problem(key: FileKey) -> str | None:
+    """Why the file is a torn checkpoint: empty, or a zip (what torch.save writes) cut short
+    or without its pickle, by the one validity check (core.run.torch_checkpoint). None for a
+    complete one, and for a file that is no zip at all (not torch.save's: push says why)."""
+    if key.size:
         try:
-            configure_hub(DEFAULT_TIMEOUT)
-            from huggingface_hub import HfApi
-
-            api = HfApi(endpoint=endpoint, token=token)
-            paths = [str(w.record.get("path")) for w in group]
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                entries = api.get_paths_info(repo, paths, repo_type="model")
-            found = {getattr(e, "path", None): e for e in entries}
-            files.extend(_compare(w, found.get(str(w.record.get("path"))), repo) for w in group)
-        except Exception as exc:
-            why = describe_error(exc, repo=repo, endpoint=ours, timeout=DEFAULT_TIMEOUT)
-            why = scrub(why.replace("push failed: ", ""), token)
-            if _not_found(exc):
-                why = f"{repo} is not on the Hub (deleted, or this token cannot see it)"
-            elif _unreachable(exc):
-                unreachable = why
-                files.extend(HubFile(w, "unchecked", why) for w in group)
-                continue
-            files.extend(HubFile(w, "missing", f"cannot check {repo}: {why}") for w in group)
-    return HubCheck(0.0, tuple(files), unreachable)
+            fd = open_regular(key.path)
+        except OSError:
+            return None
+        try:
+            if os.read(fd, 2) != b"PK":
+                return None
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+    checked = check_checkpoint(key.path)
+    return checked.problem
 
 
-def _compare(w: RunWeights, entry, repo: str) -> HubFile:
-    path = str(w.record.get("path"))
-    if entry is None or not hasattr(entry, "blob_id"):
-        return HubFile(w, "missing", f"{repo} has no {path} at its head")
-    lfs = getattr(entry, "lfs", None)
-    if lfs is not None and getattr(lfs, "sha256", None):
-        same = lfs.sha256.lower() == w.sha256
-    else:
-        same = _git_sha1(w.key.path, w.key.size) == str(entry.blob_id).lower()
-    if same:
-        return HubFile(w, "confirmed", f"{repo}: {path}")
-    return HubFile(w, "different", f"{repo}: {path} at its head is another file")
+def _key(path: str, st: os.stat_result) -> FileKey:
+    return FileKey(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _unreachable(exc: BaseException) -> bool:
-    """The Hub could not be asked: no network, a timeout, a 5xx or 429, offline mode (as
-    opposed to an answer: 401, 403, 404, a bad request)."""
-    import httpx2
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+def _regular(mode: int) -> bool:
+    import stat
 
-    from .hub_client import HubTimeout
-
-    seen, e = set(), exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, (HubTimeout, OfflineModeIsEnabled, httpx2.TransportError)):
-            return True
-        if isinstance(e, HfHubHTTPError):
-            status = getattr(getattr(e, "response", None), "status_code", None)
-            return status is not None and (status >= 500 or status == 429)
-        e = e.__cause__ or e.__context__
-    return False
+    return stat.S_ISREG(mode)
 
 
-def _not_found(exc: BaseException) -> bool:
-    try:
-        from huggingface_hub.errors import RepositoryNotFoundError
-    except ImportError:  # pragma: no cover
-        return False
-    seen, e = set(), exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, RepositoryNotFoundError):
-            return True
-        e = e.__cause__ or e.__context__
-    return False
+def _newest(file: str, st) -> tuple:
+    """The order of epoch_N.pt files: the highest N, then the newest."""
+    m = _EPOCH.fullmatch(file)
+    mtime = 0 if isinstance(st, OSError) else st.st_mtime_ns
+    return (1, int(m.group(1)), mtime) if m else (0, 0, mtime)
+
+
+def _name_under(root: str, run_dir: str) -> str:
+    """A folder the run finder does not list, by its path under the root."""
+    rel = os.path.relpath(run_dir, root)
+    return os.path.basename(root.rstrip(os.sep)) if rel == "." else rel

@@ -1,18 +1,14 @@
 """Which process `stop` may signal, and whether its whole process group.
 
 status.json is written by the trainer and is untrusted: its `pid` may name any process on
-the machine (a reused pid, a buggy writer, a hostile one). A process is signalled only
-when all of these hold:
+the machine. A process is signalled only when all of these hold:
 
-- it is not pid 1, not this program, not one of this program's ancestors (the shell,
-  tmux), and not the leader of this program's process group or session;
-- it started when the run did. When this machine's launcher started it, its start time
-  must equal the one recorded in launches.jsonl (within CREATE_TIME_SLACK_S). Otherwise
-  it must fall within the window around status.json's `started_at`: from
-  START_BEFORE_S (10 min) before to START_AFTER_S (1 min) after. libreyolo's process
-  starts, imports torch and reads the dataset, then writes started_at, so the process is
-  a little older than started_at; a pid reused later is younger, a process that ran for
-  hours before is older;
+- it is the run's live process by the one rule status uses too (core.run.run_process:
+  never pid 1 or an rgpu-tui process, a watcher, agent, fleet or app of the user; it
+  started when the run did: the start time launches.jsonl recorded, else within the window
+  around status.json's `started_at`), and that start time was known (`verified`);
+- it is not this program, not one of this program's ancestors (the shell, tmux), and not
+  the leader of this program's process group or session;
 - it looks like a trainer: its process name or the file name of its argv[0] is
   `python`, `python3`, `python3.N` (any `python` followed by digits and dots),
   `libreyolo` or `torchrun`. (libreyolo and torchrun are Python console scripts:
@@ -29,23 +25,15 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 import psutil
 
-from ..records.launch_records import (
-    CREATE_TIME_SLACK_S,  # the start time recorded at launch vs. now
-)
+from ..run.run_process import START_AFTER_S, START_BEFORE_S, run_process
 
-START_BEFORE_S = 600.0  # the process may start up to 10 min before status.json's started_at
-START_AFTER_S = 60.0  # ... and up to 1 min after it (started_at has one-second precision)
+__all__ = ["GONE", "START_AFTER_S", "START_BEFORE_S", "Target", "target", "verify"]
 GONE = "gone"  # verify(): the process has exited, nothing to stop
 
 _TRAINER_NAME = re.compile(r"(python[0-9.]*|libreyolo|torchrun)")
-
-
-def _clock(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).astimezone().strftime("%H:%M:%S")
 
 
 def _is_trainer(proc: psutil.Process) -> bool:
@@ -86,34 +74,16 @@ def verify(pid, started_at: float | None, create_time: float | None) -> psutil.P
     ours = _ours(pid)
     if ours:
         return ours
-    try:
-        proc = psutil.Process(pid)
-        created = proc.create_time()
-        status = proc.status()
-    except psutil.NoSuchProcess:
+    check = run_process(pid, started_at, create_time)
+    if check.gone:
         return GONE
-    except psutil.AccessDenied:
+    if not check.alive:
+        return check.reason or f"process {pid} is not the run's"
+    if check.proc is None:  # alive, but its owner hides it from us
         return f"process {pid} belongs to another user"
-    except psutil.Error as exc:
-        return f"process {pid}: {exc}"
-    if status == psutil.STATUS_ZOMBIE:
-        return GONE
-    if create_time is not None:
-        if abs(created - create_time) > CREATE_TIME_SLACK_S:
-            return f"pid {pid} now belongs to another process (started {_clock(created)})"
-    elif started_at is not None:
-        if created > started_at + START_AFTER_S:
-            return (
-                f"pid {pid} now belongs to another process (started {_clock(created)}, "
-                f"after the run started at {_clock(started_at)})"
-            )
-        if created < started_at - START_BEFORE_S:
-            return (
-                f"pid {pid} belongs to a process started at {_clock(created)}, more than "
-                f"{START_BEFORE_S / 60:g} min before the run started ({_clock(started_at)})"
-            )
-    else:
+    if not check.verified:
         return f"no start time recorded for process {pid}: cannot tell it is the run"
+    proc = check.proc
     if not _is_trainer(proc):
         try:
             what = proc.name()

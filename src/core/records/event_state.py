@@ -2,9 +2,10 @@
 
 One JSON file per watched root, `$XDG_STATE_HOME/rgpu-tui/watch-<hash>.json` (default
 `~/.local/state/rgpu-tui/`), the hash being the first 16 hex digits of the sha256 of the
-root's absolute path: a watcher restarted on the same root finds what it had reported and
-repeats nothing. The file is the watcher's (the act path); a refresh never writes it, and
-the app keeps its events in memory only.
+root's resolved path (symlinks followed: `~/runs` and the real folder it points to are one
+root, with one state, one lock and one autostop plan): a watcher restarted on the same root
+finds what it had reported and repeats nothing. The file is the watcher's (the act path); a
+refresh never writes it, and the app keeps its events in memory only.
 
 - Written atomically: a private temp file (0600) in the same folder, fsynced, then
   `os.replace`d over the real name; the folders it creates are 0700 (core.base.private).
@@ -31,7 +32,7 @@ from ..base.safeio import NotRegularFile, read_regular
 from ..base.values import parse_json
 
 APP_DIR = "rgpu-tui"
-MAX_STATE_BYTES = 8 * 1024 * 1024
+MAX_STATE_BYTES = 64 * 1024 * 1024  # about 400,000 runs' entries
 
 
 def state_home(environ: Mapping[str, str] | None = None) -> str:
@@ -45,7 +46,8 @@ def state_home(environ: Mapping[str, str] | None = None) -> str:
 
 
 def root_key(root: str) -> str:
-    return hashlib.sha256(os.fsencode(os.path.abspath(root))).hexdigest()[:16]
+    """The root's identity: its resolved directory, whatever spelling reached it."""
+    return hashlib.sha256(os.fsencode(os.path.realpath(root))).hexdigest()[:16]
 
 
 def state_path(root: str, environ: Mapping[str, str] | None = None) -> str:

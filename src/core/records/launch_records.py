@@ -13,12 +13,12 @@ import os
 from dataclasses import asdict, dataclass
 
 from ..base.values import num as _float_or_none
+from ..run.run_process import CREATE_TIME_SLACK_S  # noqa: F401  (launch records' start times)
 from .records import read_json_lines
 
 RGPU_DIR = ".rgpu"
 LAUNCHES_NAME = "launches.jsonl"
 MAX_RECORDS_BYTES = 8 * 1024 * 1024
-CREATE_TIME_SLACK_S = 2.0  # psutil's create_time recorded at launch vs. read again now
 
 
 @dataclass(frozen=True)

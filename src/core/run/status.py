@@ -14,8 +14,6 @@ import os
 import select
 from dataclasses import dataclass
 
-import psutil
-
 from ..base.safeio import NotRegularFile, read_regular
 from ..base.values import (
     DURATIONS,
@@ -29,10 +27,11 @@ from ..base.values import (
     shown,
 )
 from ..base.values import parse_time as parse_time  # re-exported; the one time parser is in values
+from .run_process import START_AFTER_S, run_process
 from .tail import describe_os_error
 
 MAX_STATUS_BYTES = 4 * 1024 * 1024
-PID_REUSE_SLACK_S = 5.0  # started_at has one-second precision
+PID_REUSE_SLACK_S = START_AFTER_S  # started_at has one-second precision
 STALL_MIN_S = 600.0
 STALL_EPOCHS = 3.0
 
@@ -159,24 +158,11 @@ class PidCheck:
 
 
 def check_pid(pid, started_at: float | None) -> PidCheck:
-    """Is `pid` the trainer that started at `started_at`?"""
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid not in PIDS:
-        return PidCheck(False, "no pid in status.json")
-    try:
-        proc = psutil.Process(pid)
-        created = proc.create_time()
-        status = proc.status()
-    except psutil.NoSuchProcess:
-        return PidCheck(False, f"process {pid} is gone")
-    except psutil.AccessDenied:
-        return PidCheck(True)  # exists, owned by someone else: cannot tell more
-    except OSError as exc:
-        return PidCheck(False, f"process {pid}: {exc}")
-    if status == psutil.STATUS_ZOMBIE:
-        return PidCheck(False, f"process {pid} has exited (zombie)")
-    if started_at is not None and created > started_at + PID_REUSE_SLACK_S:
-        return PidCheck(False, f"pid {pid} now belongs to a newer process")
-    return PidCheck(True)
+    """Is `pid` the trainer that started at `started_at`? The one rule `stop` uses too
+    (core.run.run_process): never pid 1 or an rgpu-tui process, and a process started
+    outside the window around started_at is not the run's."""
+    got = run_process(pid, started_at)
+    return PidCheck(got.alive, got.reason)
 
 
 class PidWatch:

@@ -28,7 +28,10 @@ from ...core.base.text import printable
 from ...core.model.snapshot import AutostopPlan, CostView
 from ...core.records.autostop_files import AutostopFiles, Hold
 
-SHOWN = ("counting", "held", "checking", "pushing", "running", "ran", "failed", "held_by_app")
+SHOWN = (
+    "counting", "held", "checking", "pushing", "notifying", "running", "ran", "failed",
+    "held_by_app",
+)  # fmt: skip
 
 
 class AutostopLine(Widget):
@@ -138,6 +141,8 @@ class AutostopLine(Widget):
         if phase in ("held", "checking", "pushing"):
             lead = "" if message.startswith("autostop") else "autostop due: "
             return f"{lead}{message} — a cancels"
+        if phase == "notifying":
+            return f"autostop now: {message} — a cancels"
         if phase == "running":
             return f"autostop: {message}"
         return message  # ran / failed: what the watcher says

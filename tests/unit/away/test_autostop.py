@@ -33,12 +33,12 @@ RECORD = (
 )
 
 
-def run_info(run_dir: Path, activity: float = NOW - 7200) -> RunInfo:
+def run_info(run_dir: Path, activity: float = NOW - 7200, state: str = "completed") -> RunInfo:
     return RunInfo(
         run_dir=str(run_dir),
         name=run_dir.name,
-        state="completed",
-        status_state="completed",
+        state=state,
+        status_state=state,
         current_epoch=10,
         total_epochs=10,
         progress=1.0,
@@ -104,9 +104,8 @@ class Rig:
         if environ is not None:
             self.environ = environ
         self.command = command or (sys.executable, "-c", RECORD, str(self.out), "stop", "$POD")
-        self.settings = Settings(
-            autostop_command=self.command, autostop_idle_minutes=LIMIT_MIN, **settings
-        )
+        settings.setdefault("autostop_idle_minutes", LIMIT_MIN)
+        self.settings = Settings(autostop_command=self.command, **settings)
         state = {"XDG_STATE_HOME": str(tmp_path / "st")}
         self.files = AutostopFiles.for_root(str(self.root), state)
         self.hub = StandInHub()
@@ -255,7 +254,9 @@ def test_a_run_with_no_weights_never_holds(rig) -> None:
     r.runs = [run_info(bare), run_info(fifo_run)]
     assert r.settle(DUE) == "ran"
     assert r.named("autostop_held") == []
-    assert "no run has weights to lose" in r.named("autostop")[0].message
+    assert f"no weights under {r.root} (2 runs found, none with weights)" in (
+        r.named("autostop")[0].message
+    )
     assert r.ran() == [["stop", "pod-42"]]
 
 
@@ -273,7 +274,7 @@ def test_a_file_still_being_written_is_not_safe_yet(rig) -> None:
     assert r.settle(DUE + 10) == "ran"
 
 
-def test_the_hub_disagreeing_holds_and_an_unreachable_hub_is_trusted_and_said(rig) -> None:
+def test_the_hub_disagreeing_holds_and_an_unreachable_hub_holds_unless_trusted(rig) -> None:
     r = rig()
     data = b"weights" * 100
     run = make_run(r.root, "exp1", {"best.pt": data})
@@ -285,14 +286,25 @@ def test_the_hub_disagreeing_holds_and_an_unreachable_hub_is_trusted_and_said(ri
     assert "the Hub disagrees: exp1 best.pt: alice/ckpts: x is another file" in held.message
     assert f"rgpu-tui push {run} --force" in held.message
 
-    r2 = rig()  # the same files, a Hub that cannot be reached
+    r2 = rig()  # the same files, a Hub that cannot be reached: held (issue 20 item 3)
     r2.events.clear()
     r2.runs = [run_info(run)]
     r2.hub.unreachable = "cannot reach the Hub at https://hub.invalid: connection refused"
-    assert r2.settle(DUE) == "ran"
-    [fired] = r2.named("autostop")
+    assert r2.settle(DUE) == "held"
+    [held] = r2.named("autostop_held")
+    assert held.message.startswith(
+        "autostop held: cannot confirm on the Hub: cannot reach the Hub at https://hub.invalid"
+    )
+    assert "autostop_trust_records = true" in held.message and r2.ran() == []
+
+    r3 = rig(autostop_trust_records=True)  # the old behaviour, asked for
+    r3.events.clear()
+    r3.runs = [run_info(run)]
+    r3.hub.unreachable = "cannot reach the Hub at https://hub.invalid: connection refused"
+    assert r3.settle(DUE) == "ran"
+    [fired] = r3.named("autostop")
     assert "the Hub could not be asked (cannot reach the Hub" in fired.message
-    assert "pushes.jsonl trusted" in fired.message
+    assert "pushes.jsonl trusted (autostop_trust_records)" in fired.message
 
 
 # -- once per idle stretch, and what a restart knows ---------------------------------------
@@ -455,5 +467,6 @@ def test_the_token_reaches_no_record_plan_or_message(rig, tmp_path: Path) -> Non
     assert r.settle(DUE) == "ran"
     assert r.ran() == [[f"--header=Bearer {token}"]]  # the command itself gets what it asks
     said = json.dumps([e.to_json() for e in r.events])
-    for text in (said, Path(r.files.record).read_text(), Path(r.files.plan).read_text()):
+    assert token not in said  # (a message is cut at 400 characters: the root's path is long)
+    for text in (Path(r.files.record).read_text(), Path(r.files.plan).read_text()):
         assert token not in text and "***" in text

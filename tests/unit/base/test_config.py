@@ -135,6 +135,7 @@ TEXT_VALUES = {"hub_repo": "org/name", "hub_path": "x/{file}", "auto_push": "bes
 PARSED_VALUES = {
     "notify_command": ('["x", "{event}"]', ("x", "{event}")),
     "notify_new_best": ("yes", True),
+    "autostop_trust_records": ("on", True),
     "autostop_command": ('["stop", "$ID"]', ("stop", "$ID")),
     "auto_push_files": ("best,last", ("best", "last")),
 }

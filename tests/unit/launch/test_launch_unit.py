@@ -569,7 +569,7 @@ def test_stop_refuses_a_pid_whose_start_time_does_not_match(tmp_path: Path, chil
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=time.time() - 3600)
     result = stop_run(str(run), Settings(), sleep=lambda s: pytest.fail("must not wait"))
     assert not result.ok and result.signals_sent == ()
-    assert "now belongs to another process" in result.error
+    assert "now belongs to a newer process" in result.error
     assert "nothing was signalled" in result.error
     assert result.final_state == "dead"
     assert proc.poll() is None  # still running: never signalled

@@ -170,7 +170,12 @@ def test_running_with_year_1_started_at(tmp_path: Path) -> None:
     run = run_with_status(
         tmp_path,
         "r",
-        {"state": "running", "pid": 1, "started_at": "0001-01-01T00:00:00", "total_epochs": 10},
+        {
+            "state": "running",
+            "pid": os.getpid(),  # alive; with no usable started_at it cannot be told apart
+            "started_at": "0001-01-01T00:00:00",
+            "total_epochs": 10,
+        },
     )
     r = RunsWatcher(str(run)).refresh(time.time()).runs[0]
     assert (r.state, r.elapsed_seconds) == ("running", None)

@@ -92,3 +92,30 @@ def test_one_watcher_per_root(tmp_path: Path) -> None:
     out = subprocess.run(run, capture_output=True, text=True, timeout=60).stdout
     assert out.strip() == "None"
     assert mode(path.removesuffix(".json") + ".lock") == 0o600
+
+
+def test_a_root_reached_through_a_symlink_is_the_same_root(tmp_path: Path) -> None:
+    """Issue 20 item 9: state, lock, plan and hold files are keyed by the resolved folder."""
+    from rgpu_tui.core.records.autostop_files import AutostopFiles
+
+    real = tmp_path / "data" / "runs"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    (tmp_path / "link2").symlink_to(tmp_path / "link")  # a chain of links
+    env = {"XDG_STATE_HOME": str(tmp_path / "st")}
+    spellings = [str(real), str(tmp_path / "link"), str(tmp_path / "link2") + "/", str(real) + "/."]
+    assert len({root_key(s) for s in spellings}) == 1
+    assert len({state_path(s, env) for s in spellings}) == 1
+    assert len({AutostopFiles.for_root(s, env) for s in spellings}) == 1
+    first = WatchLock(state_path(str(real), env))
+    assert first.acquire() is None
+    try:  # a second watcher on the other spelling is refused (another open file: refused)
+        code = (
+            "import sys; from rgpu_tui.core.records.event_state import WatchLock, state_path; "
+            "print(WatchLock(state_path(sys.argv[1], {'XDG_STATE_HOME': sys.argv[2]})).acquire())"
+        )
+        run = [sys.executable, "-c", code, str(tmp_path / "link"), env["XDG_STATE_HOME"]]
+        out = subprocess.run(run, capture_output=True, text=True, timeout=60).stdout
+        assert "another `rgpu-tui watch` is watching this root" in out
+    finally:
+        first.release()

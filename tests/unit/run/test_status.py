@@ -228,11 +228,13 @@ def test_check_pid_zombie(zombie_process: psutil.Process) -> None:
 
 
 def test_check_pid_access_denied_counts_as_alive(monkeypatch) -> None:
+    from rgpu_tui.core.run import run_process as run_process_mod
+
     class Denied:
         def __init__(self, pid):
             raise psutil.AccessDenied(pid)
 
-    monkeypatch.setattr(status_mod.psutil, "Process", Denied)
+    monkeypatch.setattr(run_process_mod.psutil, "Process", Denied)
     assert check_pid(4242, None).alive is True
 
 

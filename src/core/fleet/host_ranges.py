@@ -1,0 +1,191 @@
+"""Numbers from another machine, in the ranges the local readers use: out of range is unknown.
+
+A remote host's Snapshot JSON is checked field by field against its dataclass annotations
+(core.fleet.snapshot_from_json); this pass then holds each number against its range, as
+the local readers do with status.json (core.base.values): a price of -5, a progress of
+-3.5, an epoch of -1 or a memory of -1 MiB become None (unknown), and the host view says
+which, instead of showing them:
+
+- a run's odd fields go into that run's `problem` ("from the host: progress out of range
+  (-3.5)"), shown in its header as a local run's odd status.json fields are;
+- the machine's (GPUs, system, cost, autostop) go into the Snapshot's `problem`
+  ("host sent numbers out of range, shown as unknown: cost.price_per_hour (-5), ..."),
+  the message the host view shows.
+
+An element of a series out of range is a gap (None); a GPU (or a MIG device, or a GPU
+process) whose index (pid) is out of range is left out, and said.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..base.values import (
+    COST,
+    DISK_GB,
+    DURATIONS,
+    EPOCHS,
+    FLOAT_MAX,
+    MINUTES,
+    MONEY,
+    PIDS,
+    PRICE_PER_HOUR,
+    TIMES,
+    Range,
+    shown,
+)
+from ..model.snapshot import (
+    AutostopPlan,
+    Checkpoint,
+    CostView,
+    DiskInfo,
+    GpuDevice,
+    GpuProcess,
+    GpuView,
+    MetricColumn,
+    MetricsView,
+    MigInstance,
+    PushInfo,
+    RunInfo,
+    Snapshot,
+    SystemView,
+)
+
+PROGRESS = Range(0.0, 1.0)  # a fraction, as core.picture.watch computes it
+PERCENT = Range(0.0, 100.0)
+AMOUNT = Range(0.0, FLOAT_MAX)  # bytes, MiB, watts, MHz, hours: never negative
+COUNT = Range(0, 2**63 - 1)
+GPU_INDEX = Range(0, 4096)
+TEMPERATURE_C = Range(-50.0, 200.0)
+MAX_NAMED = 6  # odd fields named in one problem line; the rest are counted
+
+RANGES: dict[type, dict[str, Range]] = {
+    RunInfo: {
+        "pid": PIDS, "current_epoch": EPOCHS, "total_epochs": EPOCHS, "best_epoch": EPOCHS,
+        "progress": PROGRESS, "eta_seconds": DURATIONS, "elapsed_seconds": DURATIONS,
+        "mean_epoch_seconds": DURATIONS, "gpu_indices": GPU_INDEX, "updated": TIMES,
+    },
+    MetricColumn: {"best_epoch": EPOCHS},
+    MetricsView: {"rows": COUNT, "malformed_lines": COUNT, "non_finite_values": COUNT},
+    PushInfo: {"last_ok_epoch": EPOCHS, "last_ok_at": TIMES, "attempts": COUNT},
+    Checkpoint: {"size": AMOUNT, "epoch": EPOCHS},
+    GpuView: {"idle_seconds": DURATIONS},
+    GpuDevice: {
+        "index": GPU_INDEX, "util_percent": PERCENT, "mem_util_percent": PERCENT,
+        "fan_percent": PERCENT,
+        "mem_used_mib": AMOUNT, "mem_total_mib": AMOUNT, "power_w": AMOUNT,
+        "power_limit_w": AMOUNT, "sm_clock_mhz": AMOUNT, "temperature_c": TEMPERATURE_C,
+        "util_history": PERCENT, "mem_history": AMOUNT, "minor": GPU_INDEX,
+    },
+    GpuProcess: {"pid": PIDS, "used_mib": AMOUNT},
+    MigInstance: {
+        "mig_index": GPU_INDEX, "mem_used_mib": AMOUNT, "mem_total_mib": AMOUNT,
+        "util_percent": PERCENT,
+    },
+    SystemView: {
+        "cpu_percent": PERCENT, "cpu_max_percent": PERCENT, "load_avg": AMOUNT,
+        "mem_used_bytes": AMOUNT, "mem_total_bytes": AMOUNT, "swap_used_bytes": AMOUNT,
+        "swap_total_bytes": AMOUNT, "largest_checkpoint_bytes": AMOUNT,
+        "disk_full_in_hours": AMOUNT,
+    },
+    DiskInfo: {"total_bytes": AMOUNT, "used_bytes": AMOUNT, "free_bytes": AMOUNT},
+    CostView: {
+        "price_per_hour": PRICE_PER_HOUR, "billing_started_at": TIMES, "billed_hours": AMOUNT,
+        "spent": COST, "run_spent": COST, "per_epoch": COST, "to_finish": COST,
+        "projected_total": COST, "stopped_per_hour": COST, "idle_seconds": DURATIONS,
+        "idle_spent": COST, "idle_now_seconds": DURATIONS, "idle_now_spent": COST,
+        "idle_minutes": MINUTES, "disk_gb": DISK_GB, "balance_left": MONEY,
+        "balance_runs_out_at": TIMES,
+    },
+    AutostopPlan: {"fires_at": TIMES},
+}  # fmt: skip
+
+_BAD = object()  # a whole value that cannot stand (a non-optional field out of range)
+
+
+def in_ranges(snap: Snapshot) -> Snapshot:
+    """`snap` with every number out of its range unknown, and said (see the module doc)."""
+    runs = []
+    for run in snap.runs:
+        odd: list[str] = []
+        checked = _ranged(run, "", odd)
+        if odd:
+            said = "from the host: " + _listed([f"{o[0]} out of range ({o[1]})" for o in odd])
+            problem = f"{checked.problem}; {said}" if checked.problem else said
+            checked = dataclasses.replace(checked, problem=problem)
+        runs.append(checked)
+    odd = []
+    changes: dict = {"runs": tuple(runs)}
+    for name in ("gpus", "system", "cost", "autostop", "selected"):
+        value = getattr(snap, name)
+        if value is not None:
+            got = _ranged(value, f"{name}.", odd)
+            changes[name] = None if got is _BAD else got
+    if odd:
+        said = "host sent numbers out of range, shown as unknown: " + _listed(
+            [f"{o[0]} ({o[1]})" for o in odd]
+        )
+        changes["problem"] = f"{snap.problem}; {said}" if snap.problem else said
+    return dataclasses.replace(snap, **changes)
+
+
+def _listed(parts: list[str]) -> str:
+    text = ", ".join(parts[:MAX_NAMED])
+    return text + (f" and {len(parts) - MAX_NAMED} more" if len(parts) > MAX_NAMED else "")
+
+
+def _ranged(value, where: str, odd: list):
+    """`value` (a dataclass of the Snapshot) with its numbers held to RANGES; each one out
+    of range is appended to `odd` as (path, shown value). _BAD when a field that cannot be
+    unknown is out of range."""
+    ranges = RANGES.get(type(value), {})
+    changes = {}
+    for f in dataclasses.fields(value):
+        item = getattr(value, f.name)
+        path = f"{where}{f.name}"
+        rng = ranges.get(f.name)
+        if rng is not None:
+            got = _number(item, rng, path, odd, f)
+        elif dataclasses.is_dataclass(item):
+            got = _ranged(item, path + ".", odd)
+            if got is _BAD:
+                got = None if _optional(f) else _BAD
+        elif isinstance(item, tuple) and item and dataclasses.is_dataclass(item[0]):
+            kept = [_ranged(x, f"{path}[{i}].", odd) for i, x in enumerate(item)]
+            got = tuple(x for x in kept if x is not _BAD)
+        else:
+            continue
+        if got is _BAD:
+            return _BAD
+        if got is not item:
+            changes[f.name] = got
+    return dataclasses.replace(value, **changes) if changes else value
+
+
+def _number(item, rng: Range, path: str, odd: list, f: dataclasses.Field):
+    if isinstance(item, tuple):  # a series: a gap for each odd value; indices: dropped
+        bad = [x for x in item if _out(x, rng)]
+        if not bad:
+            return item
+        odd.append((path, shown(bad[0])))
+        if f.name == "load_avg":
+            return None
+        if f.name == "gpu_indices":
+            return tuple(x for x in item if not _out(x, rng))
+        return tuple(None if _out(x, rng) else x for x in item)
+    if not _out(item, rng):
+        return item
+    odd.append((path, shown(item)))
+    if _optional(f):
+        return None
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return _BAD
+
+
+def _out(x, rng: Range) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x not in rng
+
+
+def _optional(f: dataclasses.Field) -> bool:
+    return "None" in str(f.type)

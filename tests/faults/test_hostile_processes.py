@@ -1,0 +1,139 @@
+"""A status.json that names a process which is not the run's (issue 20 item 15): pid 1, an
+rgpu-tui process of the user (a watcher, `python -m rgpu_tui`), a long-lived process that
+started well before the run. `status` (the app, `snapshot`) and `stop` share one rule:
+the run reads DEAD with why, `stop` signals nothing, and the process lives on.
+
+rgpu-tui runs as a subprocess with a timeout; the processes named are real ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+import pytest
+from support.cli_env import RGPU_TUI, clean_env
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat()
+
+
+def write_status(run: Path, pid: int, started_at: float) -> Path:
+    run.mkdir(parents=True, exist_ok=True)
+    doc = {"state": "running", "pid": pid, "started_at": iso(started_at), "total_epochs": 10}
+    (run / "status.json").write_text(json.dumps(doc))
+    return run
+
+
+def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(RGPU_TUI), *args], env=clean_env(tmp_path), capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+
+
+def snapshot_run(tmp_path: Path, run: Path) -> dict:
+    got = cli(tmp_path, "snapshot", str(run), "--json")
+    assert got.returncode == 0, got.stderr
+    [info] = json.loads(got.stdout)["runs"]
+    return info
+
+
+@pytest.fixture
+def procs() -> Iterator[list[subprocess.Popen]]:
+    made: list[subprocess.Popen] = []
+    yield made
+    for proc in made:
+        if proc.poll() is None:
+            proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def started(proc: subprocess.Popen, procs: list) -> psutil.Process:
+    """Popen returns once the child has exec'd: its name and argv are the program's."""
+    procs.append(proc)
+    return psutil.Process(proc.pid)
+
+
+def test_pid_1_with_a_later_started_at_is_not_the_run(tmp_path: Path) -> None:
+    """pid 1 with started_at "now" read RUN forever. Now the run started more than 10 min
+    after pid 1 did is not pid 1's (a started_at 11 min after pid 1's start stands for
+    "now" on a machine up for less than that too)."""
+    later = max(time.time(), psutil.Process(1).create_time() + 660)
+    run = write_status(tmp_path / "runs" / "exp", 1, later)
+    info = snapshot_run(tmp_path, run)
+    assert info["state"] == "dead", info
+    assert "pid 1 belongs to a process started at" in info["error"]
+    assert "more than 10 min before the run started" in info["error"]
+    got = cli(tmp_path, "stop", str(run))
+    assert got.returncode == 1 and "nothing was signalled" in got.stderr
+
+
+@pytest.mark.parametrize("how", ["console script", "python -m"])
+def test_an_rgpu_tui_process_is_never_the_run_nor_signalled(tmp_path: Path, procs, how) -> None:
+    """A status.json naming the user's own watcher, with its very start time: stop must not
+    signal it (the watcher would end, and autostop with it), and the run is not RUN."""
+    other = tmp_path / "other-root"
+    other.mkdir()
+    env = clean_env(tmp_path, XDG_STATE_HOME=str(tmp_path / "state"))
+    argv = [str(RGPU_TUI)] if how == "console script" else [sys.executable, "-m", "rgpu_tui"]
+    watcher = started(
+        subprocess.Popen(
+            [*argv, "watch", str(other), "--interval", "5"], env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ),
+        procs,
+    )  # fmt: skip
+    run = write_status(tmp_path / "runs" / "exp", watcher.pid, watcher.create_time())
+    info = snapshot_run(tmp_path, run)
+    assert info["state"] == "dead", info
+    assert f"pid {watcher.pid} is rgpu-tui itself" in info["error"]
+    got = cli(tmp_path, "stop", str(run))
+    assert got.returncode == 1, got
+    assert f"pid {watcher.pid} is rgpu-tui itself" in got.stderr
+    assert "nothing was signalled" in got.stderr
+    time.sleep(0.2)  # a signal, had one been sent, would have landed by now
+    assert procs[0].poll() is None and watcher.is_running()
+
+
+def test_a_process_started_long_before_the_run_is_not_the_run(tmp_path: Path, procs) -> None:
+    """A long-lived process (a shell, sshd: here a sleep) named with a started_at an hour
+    after it started read RUN for as long as it lived; stop refused it all along."""
+    sleeper = started(subprocess.Popen(["sleep", "60"]), procs)
+    run = write_status(tmp_path / "runs" / "exp", sleeper.pid, sleeper.create_time() + 3600)
+    info = snapshot_run(tmp_path, run)
+    assert info["state"] == "dead", info
+    assert "more than 10 min before the run started" in info["error"]
+    got = cli(tmp_path, "stop", str(run))
+    assert got.returncode == 1 and "more than 10 min before the run started" in got.stderr
+    assert procs[0].poll() is None
+
+
+def test_the_app_s_own_process_spelled_in_status_json_reads_dead(tmp_path: Path) -> None:
+    """`status` in this very process (the shared rule, in core): a run naming an rgpu-tui
+    process started from `python -c` that imports rgpu_tui."""
+    from rgpu_tui.core.run.run_process import is_rgpu_tui, run_process
+
+    code = "import rgpu_tui.cli, sys; sys.stdin.read()"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
+    try:
+        ps = psutil.Process(proc.pid)
+        assert is_rgpu_tui(ps)
+        check = run_process(proc.pid, ps.create_time())
+        assert not check.alive and "is rgpu-tui itself" in check.reason
+        assert not is_rgpu_tui(psutil.Process(os.getpid()))  # pytest is not rgpu-tui
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
