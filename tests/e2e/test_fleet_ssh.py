@@ -153,6 +153,7 @@ def states(snapshot: dict) -> dict[str, str]:
 MOMENT = {
     "generated_at",
     "runs[].elapsed_seconds",
+    "runs[].attempts[].seconds",  # a running attempt's time grows with the clock
     "runs[].eta_seconds",
     "gpus.idle_seconds",
     "gpus.idle_since",

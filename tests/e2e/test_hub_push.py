@@ -222,7 +222,9 @@ def test_pushing_an_unchanged_file_again_makes_no_commit(hub, run) -> None:
     assert again.skipped_unchanged and not first.skipped_unchanged
     assert again.sha256 == first.sha256
     assert len(hub.commits("alice/ckpts")) == 1
-    assert len(hub.requests) == requests  # not even a request
+    # the Hub is asked whether it still has that file (issue 21 item 5), and nothing is sent
+    asked = hub.requests[requests:]  # paths-info is a POST that reads
+    assert [path.rsplit("/", 2)[-2] for _method, path in asked] == ["paths-info"], asked
     assert [r["outcome"] for r in read_pushes(str(run))] == ["ok", "skipped"]
     # a new version is pushed
     rewrite_in_place(run / "weights" / "best.pt", checkpoint_bytes(150_000, seed=99))

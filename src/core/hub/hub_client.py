@@ -41,7 +41,8 @@ class HubLimit(Exception):
     """A Hub call went past the bounds of `bounded()`; str(exc) is the one line to show."""
 
 
-_BOUNDS = threading.local()  # (deadline on the monotonic clock, max body bytes, what, seconds)
+# [deadline on the monotonic clock, max body bytes, what, seconds, an answer came]
+_BOUNDS = threading.local()
 
 
 @contextlib.contextmanager
@@ -49,7 +50,7 @@ def bounded(seconds: float, max_bytes: int, what: str):
     """Hub calls made in this block on this thread end by `seconds` from now, and each
     answer's body holds at most `max_bytes` (see the module doc)."""
     old = getattr(_BOUNDS, "value", None)
-    _BOUNDS.value = (time.monotonic() + seconds, max_bytes, what, seconds)
+    _BOUNDS.value = [time.monotonic() + seconds, max_bytes, what, seconds, False]
     try:
         yield
     finally:
@@ -61,7 +62,9 @@ def _bounds():
 
 
 def _past_deadline(bounds) -> HubLimit:
-    _deadline, _max, what, seconds = bounds
+    _deadline, _max, what, seconds, answered = bounds
+    if not answered:  # not one answer in the block: the Hub is silent, not slow
+        return HubLimit(f"the Hub did not answer within {seconds:g} s: try again later")
     return HubLimit(f"{what} did not end within {seconds:g} s (--timeout): try again later")
 
 
@@ -84,6 +87,7 @@ def _bound_response(response) -> None:
     """A response hook: the body is read within the deadline and up to the size bound."""
     bounds = _bounds()
     if bounds is not None:
+        bounds[4] = True
         response.stream = _bounded_stream_class()(response.stream, bounds)
 
 
@@ -104,7 +108,7 @@ def _bounded_stream_class():
             self.bounds = bounds
 
         def __iter__(self):
-            deadline, max_bytes, what, _seconds = self.bounds
+            deadline, max_bytes, what = self.bounds[:3]
             got = 0
             for chunk in self.inner:
                 got += len(chunk)
