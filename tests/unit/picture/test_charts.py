@@ -275,7 +275,7 @@ def test_compare_without_a_price_or_a_config_says_so(tmp_path: Path) -> None:
     rows, differs = compare_rows([shown(snap, str(a))])
     assert rows[0].cost is None and differs == []
     text = "\n".join(t for t, _s in compare_lines(rows, differs))
-    assert "no price for a" in text and "no train_config.yaml" in text
+    assert "no price for a" in text and "train_config.yaml missing" in text
 
 
 def test_per_point() -> None:
