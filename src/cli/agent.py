@@ -13,9 +13,9 @@ import sys
 
 from ..core.base.config import add_settings_flags
 from .app import INTERVAL_RANGE
-from .gpus import add_gpu_source_flags, gpu_source_or_none
+from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser, number
-from .options import DEFAULT_ROOT, settings_or_none
+from .options import DEFAULT_ROOT
 
 # twice the app's 1 s: the link budget (bench/bench_fleet.py: <= 2 KB/s per host with 8 GPUs
 # and a live run); `rgpu-tui agent --interval 1` in remote_command for the app's pace
@@ -44,12 +44,10 @@ def _parser() -> OneLineParser:
 
 def cmd_agent(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    settings = settings_or_none(args)
-    if settings is None:
+    got = settings_and_gpu_source(args)
+    if got is None:
         return 2
-    choice = gpu_source_or_none(args)
-    if choice is None:
-        return 2
+    settings, choice = got
 
     from ..core.base.headless import Stop
     from ..core.fleet.agent import Agent, LineWriter

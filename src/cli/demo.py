@@ -7,9 +7,8 @@ from __future__ import annotations
 import sys
 
 from ..core.base.config import add_settings_flags
-from .gpus import add_gpu_source_flags, gpu_source_or_none
+from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser, number
-from .options import settings_or_none
 
 DEMO_EPOCHS_RANGE = (1, 1000)
 
@@ -36,12 +35,10 @@ def cmd_demo(argv: list[str]) -> int:
     add_gpu_source_flags(p)
     add_settings_flags(p)
     args = p.parse_args(argv)
-    settings = settings_or_none(args)
-    if settings is None:
+    got = settings_and_gpu_source(args)  # before anything starts: a bad value starts nothing
+    if got is None:
         return 2
-    choice = gpu_source_or_none(args)  # before anything starts: a bad value starts nothing
-    if choice is None:
-        return 2
+    settings, choice = got
     if not args.no_app:  # before anything starts: no training the app could not show
         from .app import no_terminal
 

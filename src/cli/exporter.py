@@ -23,9 +23,9 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from ..core.base.config import add_settings_flags
 from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
-from .gpus import add_gpu_source_flags, gpu_source_or_none
+from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser
-from .options import DEFAULT_ROOT, settings_or_none
+from .options import DEFAULT_ROOT
 
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_EXPORTER_PORT}"
 FIRST_REFRESH_WAIT_S = 10.0  # the first Snapshot before listening (a hung disk: listen anyway)
@@ -71,12 +71,10 @@ def _say(text: str) -> None:
 
 def cmd_exporter(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    settings = settings_or_none(args)
-    if settings is None:
+    got = settings_and_gpu_source(args)
+    if got is None:
         return 2
-    choice = gpu_source_or_none(args)
-    if choice is None:
-        return 2
+    settings, choice = got
 
     from ..core.base.headless import Stop
     from ..core.base.text import printable

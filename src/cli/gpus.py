@@ -10,7 +10,10 @@ import math
 import sys
 from typing import TYPE_CHECKING
 
+from .options import settings_or_none
+
 if TYPE_CHECKING:  # imported when used: the flags are on every command's parser
+    from ..core.base.config import Settings
     from ..core.machine.gpu_source import GpuSourceChoice
 
 
@@ -46,6 +49,16 @@ def gpu_source_or_none(args) -> GpuSourceChoice | None:
     except ValueError as exc:
         print(f"rgpu-tui: {exc}", file=sys.stderr)
         return None
+
+
+def settings_and_gpu_source(args) -> tuple[Settings, GpuSourceChoice] | None:
+    """The settings and the GPU source of a command's arguments, or None after printing the
+    one-line error of the first that is wrong (the caller exits 2)."""
+    settings = settings_or_none(args)
+    if settings is None:
+        return None
+    choice = gpu_source_or_none(args)
+    return None if choice is None else (settings, choice)
 
 
 def record_command(path: str, seconds: float, choice: GpuSourceChoice) -> int:

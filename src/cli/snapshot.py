@@ -10,7 +10,7 @@ import sys
 import time
 
 from ..core.base.config import add_settings_flags
-from .gpus import add_gpu_source_flags, gpu_source_or_none
+from .gpus import add_gpu_source_flags, gpu_source_or_none, settings_and_gpu_source
 from .options import DEFAULT_ROOT, settings_or_none
 
 
@@ -97,12 +97,10 @@ def _cost_parser() -> argparse.ArgumentParser:
 
 def cmd_cost(argv: list[str]) -> int:
     args = _cost_parser().parse_args(argv)
-    settings = settings_or_none(args)
-    if settings is None:
+    got = settings_and_gpu_source(args)
+    if got is None:
         return 2
-    choice = gpu_source_or_none(args)
-    if choice is None:
-        return 2
+    settings, choice = got
     from ..core.machine.gpu import GpuMonitor
     from ..core.picture.cost import cost_once, cost_to_text, disk_gb_for, disk_view
     from ..core.picture.snapshot_json import cost_to_json

@@ -25,9 +25,9 @@ import time
 from ..core.base.config import add_settings_flags
 from ..core.base.headless import Stop as _Stop  # SIGINT/SIGTERM wake the loop
 from .app import INTERVAL_RANGE
-from .gpus import add_gpu_source_flags, gpu_source_or_none
+from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser, number
-from .options import DEFAULT_ROOT, settings_or_none
+from .options import DEFAULT_ROOT
 
 DEFAULT_INTERVAL = 2.0  # seconds; a death is told within two refreshes
 SEEN_SAVE_S = 300.0  # the state is saved at least this often (the last-look time)
@@ -89,12 +89,10 @@ def _say(text: str) -> None:
 
 def cmd_watch(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    settings = settings_or_none(args)
-    if settings is None:
+    got = settings_and_gpu_source(args)
+    if got is None:
         return 2
-    choice = gpu_source_or_none(args)
-    if choice is None:
-        return 2
+    settings, choice = got
 
     from ..core.away.events import EventEngine
     from ..core.away.notify import Notifier, hf_token

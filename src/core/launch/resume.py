@@ -51,9 +51,10 @@ from ..base.safeio import read_regular
 from ..base.values import EPOCHS, checked, parse_json, parse_time
 from ..records.launch_records import LaunchRecord, read_launches
 from ..records.launch_runs import launch_alive, match_launches, resume_of, runs_on_disk
-from ..run.runpath import outside_run
 from ..run.status import check_pid
 from ..run.tail import describe_os_error
+from ..run.train_config import NAME as CONFIG_NAME
+from ..run.train_config import load_config
 from . import launch as _launch
 from . import launch_spec as _spec
 from .launch_spec import display_command
@@ -67,9 +68,7 @@ from .resume_from import (
 )
 from .stop_target import GONE, verify
 
-CONFIG_NAME = "train_config.yaml"
 STATUS_MAX_BYTES = 4 * 1024 * 1024
-CONFIG_MAX_BYTES = 1024 * 1024
 HF_TOKEN_MIN = 8  # shorter values are not taken for a token (as core.launch.launch_spec.check_spec)
 _DEVICE = re.compile(r"[A-Za-z0-9:,._-]{1,64}")  # cpu, auto, mps, 0, 0,1,2,3, cuda:0
 # one check-and-start at a time in this process: two quick confirms in the app cannot both
@@ -195,27 +194,11 @@ def _last_metrics_epoch(run_dir: str) -> int | None:
 
 
 def config_scalars(run_dir: str, keys: tuple[str, ...]) -> tuple[dict, str | None]:
-    """The top-level `keys` of train_config.yaml that are strings or integers, and why the
-    file could not be read (None when it could)."""
-    path = os.path.join(run_dir, CONFIG_NAME)
-    problem = outside_run(run_dir, path)
-    if problem is not None and os.path.lexists(path):
-        return {}, f"{CONFIG_NAME} resolves to {problem}, outside the run directory"
-    try:
-        raw = read_regular(path, CONFIG_MAX_BYTES)
-    except OSError as exc:
-        return {}, f"{CONFIG_NAME} {describe_os_error(exc)}"
-    if len(raw) > CONFIG_MAX_BYTES:
-        return {}, f"{CONFIG_NAME} is larger than {CONFIG_MAX_BYTES // 1024} KiB"
-    try:
-        import yaml  # PyYAML (pyproject dependencies)
-
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        doc = yaml.load(raw, Loader=loader)  # noqa: S506 - a safe loader
-    except Exception as exc:  # yaml.YAMLError, RecursionError on hostile nesting
-        return {}, f"{CONFIG_NAME} is not readable YAML ({type(exc).__name__})"
-    if not isinstance(doc, dict):
-        return {}, f"{CONFIG_NAME} is not a mapping"
+    """The top-level `keys` of train_config.yaml (core.run.train_config.load_config) that are
+    strings or integers, and why the file could not be read (None when it could)."""
+    doc, problem = load_config(run_dir)
+    if doc is None:
+        return {}, problem
     out = {}
     for key in keys:
         value = doc.get(key)

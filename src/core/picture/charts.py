@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from ..base.text import printable
 from ..model.snapshot import RunChart, RunInfo
 from ..run.checkpoints import EPOCH_FILE_RE
-from ..run.series import honest_chart
+from ..run.series import attempt_starts, honest_chart
 from ..run.train_config import ConfigReader
 
 MAX_RUNS = 6
@@ -171,7 +171,17 @@ class ChartBuilder:
         family = family if isinstance(family, str) else None
         best = (info.best_epoch, info.best_metric, info.best_metric_name) if info else None
         metrics = (request.metrics, request.defaults)
-        key = (watcher.metrics.generation, metrics, checkpoints, pushes, config, best, family)
+        attempts = info.attempts if info is not None else ()
+        key = (
+            watcher.metrics.generation,
+            metrics,
+            checkpoints,
+            pushes,
+            config,
+            best,
+            family,
+            attempts,
+        )
         got = self._built.get(watcher.run_dir)
         if got is not None and got[0] == key:
             return got[1]
@@ -202,8 +212,10 @@ def run_chart(reader, run_dir: str, request: ChartRequest, family: str | None, i
         last = reader.checkpoint_rows.last_best
         if last is not None:
             best_epoch, best_name, best = last
+    starts = attempt_starts(reader.row_epochs, info.attempts) if info is not None else ()
     return replace(
         chart,
+        resumes=tuple(sorted(set(chart.resumes) | set(starts))),
         family=family,
         best_epoch=best_epoch,
         best_metric=best,

@@ -8,7 +8,8 @@ The rules, the same for the chart view, `rgpu-tui chart` and its --json:
   column;
 - after a resume from an earlier checkpoint a repeated epoch keeps its last row (the
   reader drops the older rows), and the epochs where an attempt began again are resume
-  points (core.run.metrics.new_attempt);
+  points (core.run.metrics.new_attempt, and the run's attempts when they are known:
+  `attempt_starts`);
 - an epoch whose loss was null or not finite is marked diverged;
 - the time at an epoch is the training time spent up to it over every attempt: the sum of
   the rows' `time` fields, rows a resume dropped included.
@@ -21,7 +22,7 @@ log2 times over a run) and always its last row.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..model.snapshot import ChartSeries, RunChart
 from .metrics import DIVERGED, UNVALIDATED, MetricsReader
@@ -59,6 +60,23 @@ def honest(value: float, validated: bool = True) -> float | None:
 
 def needs_validation(name: str) -> bool:
     return name.startswith(VALIDATION_PREFIXES)
+
+
+def attempt_starts(row_epochs: Sequence[int], attempts: Sequence) -> tuple[int, ...]:
+    """The first epoch of each attempt after the first, from how many metrics rows each
+    attempt wrote (RunInfo.attempts, core.records.attempts) and the epochs of every row in
+    file order (MetricsReader.row_epochs): it also sees a resume that went on at the next
+    epoch, which the rows alone do not. () when an attempt's row count is not known."""
+    out: list[int] = []
+    at = 0
+    for attempt in attempts[:-1]:
+        if attempt.epochs is None:
+            return ()
+        at += attempt.epochs
+        if at >= len(row_epochs):
+            break
+        out.append(row_epochs[at])
+    return tuple(out)
 
 
 def honest_chart(

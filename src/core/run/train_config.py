@@ -58,28 +58,37 @@ def flatten(doc: dict, prefix: str = "", out: dict | None = None, depth: int = 0
     return out
 
 
-def read_config(run_dir: str) -> tuple[tuple[tuple[str, str], ...], str | None]:
-    """(flattened pairs in file order, None) or ((), why it could not be read)."""
+def load_config(run_dir: str) -> tuple[dict | None, str | None]:
+    """The run's train_config.yaml as a mapping, or (None, why it could not be read): the one
+    reader of that file (the compare table, resume's data and device, the launch form's
+    clone)."""
     path = os.path.join(run_dir, NAME)
-    if not os.path.lexists(path):
-        return (), f"no {NAME}"
-    if outside_run(run_dir, path) is not None:
-        return (), f"{NAME} resolves outside the run directory"
+    problem = outside_run(run_dir, path)
+    if problem is not None and os.path.lexists(path):
+        return None, f"{NAME} resolves to {problem}, outside the run directory"
     try:
         raw = read_regular(path, MAX_BYTES)
     except OSError as exc:
-        return (), f"{NAME} {describe_os_error(exc)}"
+        return None, f"{NAME} {describe_os_error(exc)}"
     if len(raw) > MAX_BYTES:
-        return (), f"{NAME} is larger than {MAX_BYTES // 1024} KiB"
+        return None, f"{NAME} is larger than {MAX_BYTES // 1024} KiB"
     try:
         import yaml  # PyYAML (pyproject dependencies)
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         doc = yaml.load(raw, Loader=loader)  # noqa: S506 - a safe loader
     except Exception as exc:  # yaml.YAMLError, RecursionError on hostile nesting
-        return (), f"{NAME} is not readable YAML ({type(exc).__name__})"
+        return None, f"{NAME} is not readable YAML ({type(exc).__name__})"
     if not isinstance(doc, dict):
-        return (), f"{NAME} is not a mapping"
+        return None, f"{NAME} is not a mapping"
+    return doc, None
+
+
+def read_config(run_dir: str) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """(flattened pairs in file order, None) or ((), why it could not be read)."""
+    doc, problem = load_config(run_dir)
+    if doc is None:
+        return (), problem
     return tuple(flatten(doc).items()), None
 
 
@@ -89,7 +98,7 @@ class ConfigReader:
     def __init__(self, run_dir: str) -> None:
         self.run_dir = run_dir
         self._key: tuple | None = None
-        self._got: tuple[tuple[tuple[str, str], ...], str | None] = ((), f"no {NAME}")
+        self._got: tuple[tuple[tuple[str, str], ...], str | None] = ((), f"{NAME} missing")
 
     def read(self) -> tuple[tuple[tuple[str, str], ...], str | None]:
         try:

@@ -275,7 +275,7 @@ def test_compare_without_a_price_or_a_config_says_so(tmp_path: Path) -> None:
     rows, differs = compare_rows([shown(snap, str(a))])
     assert rows[0].cost is None and differs == []
     text = "\n".join(t for t, _s in compare_lines(rows, differs))
-    assert "no price for a" in text and "no train_config.yaml" in text
+    assert "no price for a" in text and "train_config.yaml missing" in text
 
 
 def test_per_point() -> None:
@@ -294,3 +294,21 @@ def test_a_config_that_is_hostile_is_a_problem_not_a_crash(tmp_path: Path) -> No
     assert "not readable YAML" in snap.chart(str(a)).config_problem
     assert "outside the run" in snap.chart(str(b)).config_problem
     assert snap.chart(str(b)).config == ()
+
+
+def test_a_resume_that_went_on_at_the_next_epoch_is_marked_from_the_attempts(tmp_path) -> None:
+    """The chart's resume points take the run's attempts (RunInfo.attempts) as well as the
+    rows: a resume from the last epoch's checkpoint writes no epoch again."""
+    from rgpu_tui.core.model.snapshot import Attempt, RunInfo
+    from rgpu_tui.core.picture.charts import run_chart
+    from rgpu_tui.core.run.metrics import MetricsReader
+
+    run = make_run(tmp_path, "exp", epochs=5)
+    reader = MetricsReader(str(run))
+    reader.poll()
+    request = ChartRequest(runs=(str(run),), metrics=("train/loss",))
+    alone = run_chart(reader, str(run), request, "yolo9", None)
+    assert alone.resumes == ()  # epochs 1..5 once each: the rows see no resume
+    attempts = (Attempt(1.0, 2.0, 2, True, 60.0, "t"), Attempt(3.0, 4.0, 3, True, 90.0, "t"))
+    info = RunInfo(run_dir=str(run), name="exp", state="completed", attempts=attempts)
+    assert run_chart(reader, str(run), request, "yolo9", info).resumes == (3,)

@@ -115,3 +115,21 @@ def test_no_rows_says_why(tmp_path: Path) -> None:
     run.mkdir()
     _reader, chart = chart_of(run, ["train/loss"])
     assert chart.epochs == () and chart.problem
+
+
+def test_attempt_starts_see_a_resume_that_went_on_at_the_next_epoch() -> None:
+    """The rows alone see a resume only when an epoch is written again; the attempts' row
+    counts (core.records.attempts) see one that went on at the next epoch too."""
+    from rgpu_tui.core.model.snapshot import Attempt
+    from rgpu_tui.core.run.series import attempt_starts
+
+    def attempt(epochs):
+        return Attempt(None, None, epochs, True, None, "test")
+
+    rows = [1, 2, 3, 4, 5]  # attempt 1 wrote epochs 1-2, attempt 2 went on with 3-5
+    assert attempt_starts(rows, [attempt(2), attempt(3)]) == (3,)
+    rows = [1, 2, 3, 2, 3, 4]  # attempt 2 resumed from epoch 1's checkpoint
+    assert attempt_starts(rows, [attempt(3), attempt(3)]) == (2,)
+    assert attempt_starts(rows, [attempt(None), attempt(3)]) == ()  # not known: rows alone
+    assert attempt_starts(rows, [attempt(6)]) == ()  # one attempt: no resume
+    assert attempt_starts(rows[:2], [attempt(2), attempt(0)]) == ()  # it wrote nothing yet
