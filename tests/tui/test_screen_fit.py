@@ -225,3 +225,20 @@ async def test_another_run_is_followed_from_its_end(tmp_path):
         await pilot.press("j", "enter")
         await wait_for(pilot, lambda: app.snapshot.selected.run_dir != str(root / LIVE))
         await wait_for(pilot, lambda: app.log_title.state == "following")
+
+
+def test_cut_words_cuts_between_words():
+    from rich.text import Text
+
+    from rgpu_tui.tui.widgets.lines import cut_words
+
+    row = Text("$2.10/h  spent $3.06  run $3.06  $0.035/epoch  (c: cost)")
+    assert cut_words(row, 80) is row
+    assert cut_words(row, 40, sep="  ").plain == "$2.10/h  spent $3.06  run $3.06…"
+    assert cut_words(row, 18, sep="  ").plain == "$2.10/h  spent…"  # no part fits: a word
+    words = "No price set: pass --price-per-hour 3.48, or put price_per_hour in the file."
+    for width in range(10, len(words)):
+        cut = cut_words(Text(words), width).plain
+        assert len(cut) <= width and cut.endswith("…")
+        assert words[len(cut) - 1] == " ", (width, cut)  # a word ended there
+    assert cut_words(Text("supercalifragilistic"), 8).plain == "superca…"  # one long word
