@@ -242,3 +242,34 @@ def test_cut_words_cuts_between_words():
         assert len(cut) <= width and cut.endswith("…")
         assert words[len(cut) - 1] == " ", (width, cut)  # a word ended there
     assert cut_words(Text("supercalifragilistic"), 8).plain == "superca…"  # one long word
+
+
+def _screen_text(app) -> str:
+    """The screen as text, as a terminal shows it (what `tmux capture-pane` gives)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      record=True, legacy_windows=False, safe_box=False)  # fmt: skip
+    console.print(app.screen._compositor.render_update(full=True))
+    return "\n".join(line.rstrip() for line in console.export_text().splitlines())
+
+
+async def test_readmes_frame_is_what_the_app_draws_at_80x24(runs_root):
+    """README's "The screen": the tui fixture (three runs, a frozen clock), two simulated
+    GPUs, $3.4828/h; CPU is read on the second refresh."""
+    from support.docs import readme
+
+    text = readme().split("## The screen", 1)[1]
+    frame = text.split("```text\n", 1)[1].split("```", 1)[0].rstrip("\n")
+    app = make_app(runs_root, settings=Settings(price_per_hour=3.4828))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        first = app.snapshot
+        app.request_refresh()
+        await wait_for(pilot, lambda: app.snapshot is not first)
+        await wait_for(pilot, lambda: app.log_pane.is_vertical_scroll_end)
+        await pilot.pause()
+        assert _screen_text(app) == frame
