@@ -15,7 +15,7 @@ from .commands import KeysProvider
 WIDE_COLUMNS = 140  # from here the runs list is wider ("-wide")
 NARROW_COLUMNS = 100  # below this the runs list narrows to state and name ("-narrow")
 SHORT_ROWS = 32  # below this the metrics pane drops its border ("-short")
-TALL_ROWS = 40  # from here the metrics pane grows to its TALL_ROWS metrics ("-tall")
+TALL_ROWS = 40  # from here the metrics keep 8 rows beside a full log (widgets.run_panes)
 
 
 class AppRules:
@@ -76,4 +76,3 @@ class AppRules:
         self.set_class(size.width >= WIDE_COLUMNS, "-wide")
         self.set_class(size.width < NARROW_COLUMNS, "-narrow")
         self.set_class(size.height < SHORT_ROWS, "-short")
-        self.set_class(size.height >= TALL_ROWS, "-tall")
