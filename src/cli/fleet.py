@@ -15,6 +15,7 @@ import os
 import sys
 
 from ..core.base.config import add_settings_flags, default_config_path
+from ..core.fleet.fleet_summary import gpu_source_label
 from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
 from .numbers import OneLineParser, number
 from .options import settings_or_none
@@ -175,7 +176,8 @@ def _gpus(snap: dict) -> str:
     devices = gpus.get("devices") or []
     utils = [d["util_percent"] for d in devices if isinstance(d.get("util_percent"), (int, float))]
     mean = f" {sum(utils) / len(utils):.0f}%" if utils else ""
-    return f"{len(devices)}{mean}"
+    label = gpu_source_label(gpus.get("source"))
+    return f"{len(devices)}{' ' + label if label else ''}{mean}"
 
 
 def _runs(snap: dict) -> str:

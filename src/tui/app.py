@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 
 from ..core.away.events import EventEngine
 from ..core.base.config import Settings, config_file_for
@@ -39,6 +39,7 @@ from .screens.dialogs import ReportScreen
 from .screens.help import HelpScreen
 from .widgets.autostop import AutostopLine
 from .widgets.cost import CostStrip, IdleBanner
+from .widgets.footer import KeysFooter
 from .widgets.gpus import GpuPane
 from .widgets.push_bar import PushBar
 from .widgets.run_panes import compose_run_panes
@@ -143,7 +144,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
         yield self.cost_strip
         yield self.push_bar
         yield from compose_run_panes(self, fast_log=self.fast_paths.on(compat.LOG))
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.runs_list.focus()
@@ -246,6 +247,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
         )
         self.metrics_pane.show(snap.selected.metrics if snap.selected else None)
         self.log_pane.show(snap.selected.log if snap.selected else None)
+        self.main_box.share()  # the metrics' rows and the log's, for what each has now
         self.show_charts()
 
     # -- actions -----------------------------------------------------------

@@ -12,9 +12,10 @@ from textual.app import App
 from ..core.base.text import printable
 from .commands import KeysProvider
 
-WIDE_COLUMNS = 140  # from here the panes sit side by side ("-wide")
+WIDE_COLUMNS = 140  # from here the runs list is wider ("-wide")
+NARROW_COLUMNS = 100  # below this the runs list narrows to state and name ("-narrow")
 SHORT_ROWS = 32  # below this the metrics pane drops its border ("-short")
-TALL_ROWS = 40  # from here the metrics pane grows to its TALL_ROWS metrics ("-tall")
+TALL_ROWS = 40  # from here the metrics keep 8 rows beside a full log (widgets.run_panes)
 
 
 class AppRules:
@@ -73,5 +74,5 @@ class AppRules:
 
     def _set_layout(self, size) -> None:
         self.set_class(size.width >= WIDE_COLUMNS, "-wide")
+        self.set_class(size.width < NARROW_COLUMNS, "-narrow")
         self.set_class(size.height < SHORT_ROWS, "-short")
-        self.set_class(size.height >= TALL_ROWS, "-tall")

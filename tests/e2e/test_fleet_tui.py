@@ -167,6 +167,9 @@ def test_once_prints_the_table_in_a_terminal(tmp_path: Path, fleet_env) -> None:
     assert b"\x1b" not in out  # no screen: plain lines
     lines = out.decode().splitlines()
     assert lines[0].split() == ["host", "reachable", "GPUs", "runs", "$/h"]
-    assert lines[1].split() == ["h1", "yes", "1", "97%", "1", "running", "?"]
-    assert lines[2].split() == ["h2", "yes", "1", "0%", "1", "dead,", "1", "completed", "?"]
+    # their GPUs are replayed from a recording (--gpu-replay): said so
+    assert lines[1].split() == ["h1", "yes", "1", "replay", "97%", "1", "running", "?"]
+    assert lines[2].split() == [
+        "h2", "yes", "1", "replay", "0%", "1", "dead,", "1", "completed", "?"
+    ]  # fmt: skip
     assert len(lines) == 3

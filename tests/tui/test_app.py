@@ -33,9 +33,13 @@ async def test_panes_show_the_newest_run(runs_root, size):
         # newest activity first: live (t0+3590), failed (t0+500), done (t0+106)
         texts = option_texts(app)
         assert [t.split()[-1] for t in texts] == ["live_exp", "failed_oom", "sample_done"]
-        assert texts[0].startswith("RUN") and "30%" in texts[0]
-        assert texts[1].startswith("FAIL") and "40%" in texts[1]  # progress from metrics
-        assert texts[2].startswith("DONE") and "100%" in texts[2]
+        assert [t.split()[0] for t in texts] == ["RUN", "FAIL", "DONE"]
+        if size[0] >= 100:  # a narrow list (80 columns) shows state and name only
+            assert "30%" in texts[0]
+            assert "40%" in texts[1]  # progress from metrics
+            assert "100%" in texts[2]
+        else:
+            assert texts[0] == "RUN  live_exp"
 
         header = rendered(app.query_one(RunHeader))
         assert "live_exp" in header and "epoch 30/100" in header
@@ -139,8 +143,8 @@ async def test_empty_root_says_where_it_looked(tmp_path, runs_root):
         await wait_for(pilot, lambda: app.snapshot is not None)
         text = rendered(app.query_one(RunHeader))
         assert "\n" in text  # the message wraps (at spaces, or inside the long path)
-        text = text.replace("\n", "")
-        assert str(empty) in text and "libreyolo train" in text
+        assert str(empty) in text.replace("\n", "")  # folded, or wrapped at the space before
+        assert "libreyolo train" in text.replace("\n", " ")  # wrapped at its space, or not
         assert option_texts(app) == []
 
 

@@ -63,6 +63,13 @@ async def test_the_countdown_and_a_cancelling_it_for_the_session(runs_root):
                 f"autostop in 4m30s: no runs and no weights under {runs_root.root} (is that "
                 "the folder that holds them?) — a cancels"
             )
+            assert len(want) > 98  # the line is narrower: the message is cut, not the key
+            head = want.removesuffix(" — a cancels")
+            await wait_for(pilot, lambda: line(app).endswith("… — a cancels"))
+            shown = line(app).removesuffix("… — a cancels")
+            assert len(line(app)) <= 98 and head.startswith(shown)
+            assert head[len(shown)] == " "  # cut where a word ends
+            await pilot.resize_terminal(200, 30)
             await wait_for(pilot, lambda: line(app) == want)
             assert app.query_one(AutostopLine).display
             await pilot.press("a")

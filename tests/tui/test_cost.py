@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import shutil
 
+import pytest
+
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.cost import CostScreen
-from rgpu_tui.tui.widgets.cost import CostStrip, IdleBanner
+from rgpu_tui.tui.widgets.cost import CostStrip, IdleBanner, no_price_forms
 
 from .helpers import make_app, rendered, wait_for
 
@@ -31,11 +33,32 @@ async def test_strip_shows_rate_spent_run_epoch_and_finish(runs_root):
 
 async def test_no_price_says_how_to_set_one(runs_root):
     app = make_app(runs_root, gpus=1)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(160, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         text = rendered(app.query_one(CostStrip))
         assert text.startswith("No price set: pass --price-per-hour")
         assert "RGPU_PRICE_PER_HOUR" in text and "spent" not in text  # no invented money
+        assert text.endswith("config.toml.")  # whole at 160 columns
+
+
+@pytest.mark.parametrize("width", [120, 80, 60, 40, 24, 20])
+async def test_the_no_price_hint_fits_whole_words(runs_root, width):
+    """Narrower, the strip says it shorter (the cost view `c` has it whole); never cut
+    mid-word ("...or put" at 80 columns before)."""
+    app = make_app(runs_root, gpus=1)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        strip = app.query_one(CostStrip)
+        text = rendered(strip)
+        assert len(text) <= strip.size.width
+        forms = no_price_forms(strip.config_file)
+        if text not in forms:  # cut where a word of a form ends
+            cut = text.removesuffix("…")
+            assert text.endswith("…"), text
+            assert any(f.startswith(cut) and f[len(cut)] == " " for f in forms), text
+        assert text.startswith("No price")
+        if width >= 80:  # a whole form of it: the flag and where the rest is said
+            assert "--price-per-hour 3.48" in text and not text.endswith("…")
 
 
 async def test_c_opens_the_full_view_with_stop_or_destroy(runs_root):

@@ -180,14 +180,17 @@ async def test_the_table_lists_every_host_with_its_runs_money_and_why_one_is_dow
                 for line in table_text(app).splitlines()[1:4]}  # fmt: skip
         assert set(rows) == {"h1", "h2", "h3"}
         h1 = rows["h1"].split()
-        assert h1[:4] == [">", "h1", "yes", "2"] and h1[4].endswith("%")  # 2 GPUs, mean util
+        # 2 GPUs, simulated (said so), their mean utilisation
+        assert h1[:5] == [">", "h1", "yes", "2", "sim"] and h1[5].endswith("%")
         assert "1 RUN 1 FAIL 1 DONE" in rows["h1"] and "2.50" in rows["h1"]
         # idle 2 minutes at $1.50/h: 5 cents burnt
         assert "1 DEAD 1 DONE" in rows["h2"] and rows["h2"].split()[-2:] == ["1.50", "$0.05"]
         assert "no 2m05s" in rows["h3"]
         assert "ssh: connect to host 127.0.0.1 port 9: Connection refused" in rows["h3"]
         lines = table_text(app).splitlines()
-        assert lines[-1] == "3 machines (2 reachable)  3 GPUs  $4.00/h  idle 1: $1.50/h"
+        assert lines[-1] == (
+            "3 machines (2 reachable)  3 GPUs (3 simulated)  $4.00/h  idle 1: $1.50/h"
+        )
         assert all(len(line) <= 78 for line in lines)  # 80 columns, the padding aside
         # the colours: DEAD and FAIL stand out
         row_h2 = next(r for r in app.table._rows if "DEAD" in r.plain)

@@ -12,6 +12,7 @@ from textual.screen import Screen
 
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.help import HelpScreen
+from rgpu_tui.tui.widgets.log_pane import LogPane
 from rgpu_tui.tui.widgets.runs_list import RunsList
 
 from .helpers import make_app, rendered, wait_for
@@ -38,11 +39,12 @@ def _own_bindings(widget_class) -> dict[str, set[str]]:
 
 
 def _all_bound() -> set[str]:
-    """Every key that does something on the main screen or closes the help."""
+    """Every key that does something on the main screen (the log's are Textual's scroll
+    keys) or closes the help."""
     names: set[str] = set()
     if RgpuApp.ENABLE_COMMAND_PALETTE:  # Textual binds it from this, not from BINDINGS
         names.add(RgpuApp.COMMAND_PALETTE_BINDING)
-    for cls in (RgpuApp, RunsList, Screen, HelpScreen):
+    for cls in (RgpuApp, RunsList, LogPane, Screen, HelpScreen):
         for bindings in cls._merge_bindings().key_to_bindings.values():
             for binding in bindings:
                 names |= _shown(binding)
@@ -51,9 +53,12 @@ def _all_bound() -> set[str]:
 
 def _key_column_words(keys_section: str) -> set[str]:
     """`  p / P      push ...` -> {p, P}: the key column ends at the first run of 3 spaces;
-    a column that is `/` alone is the key `/`."""
+    a column that is `/` alone is the key `/`; a row indented further continues the
+    description above it."""
     words: set[str] = set()
     for line in keys_section.splitlines():
+        if line.startswith("    "):  # a description's second row: no key column
+            continue
         column = re.split(r"\s{3,}", line.strip(), maxsplit=1)[0]
         if column == "/":
             words.add("/")

@@ -1,4 +1,4 @@
-"""SVG snapshots of the app at 80x24 and 160x48 with a frozen clock.
+"""SVG snapshots of the app at 80x24, 120x40 and 160x48 with a frozen clock.
 
 Update after an intended change of the screen with:
     pytest tests/tui/test_snapshots.py --snapshot-update
@@ -10,6 +10,9 @@ import pytest
 
 from .helpers import make_app, wait_for
 
+MAIN_SIZES = [(80, 24), (120, 40), (160, 48)]
+MAIN_IDS = ["80x24", "120x40", "160x48"]
+
 
 async def _loaded(pilot) -> None:
     await wait_for(pilot, lambda: pilot.app.snapshot is not None)
@@ -19,12 +22,12 @@ async def _loaded(pilot) -> None:
     await pilot.pause()
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("size", MAIN_SIZES, ids=MAIN_IDS)
 def test_running_run(snap_compare, runs_root, size):
     assert snap_compare(make_app(runs_root), terminal_size=size, run_before=_loaded)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("size", MAIN_SIZES, ids=MAIN_IDS)
 def test_failed_run_selected(snap_compare, runs_root, size):
     async def select_failed(pilot):
         await _loaded(pilot)
@@ -37,7 +40,7 @@ def test_failed_run_selected(snap_compare, runs_root, size):
     assert snap_compare(make_app(runs_root), terminal_size=size, run_before=select_failed)
 
 
-@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("size", MAIN_SIZES, ids=MAIN_IDS)
 def test_eight_gpus(snap_compare, runs_root, size):
     assert snap_compare(make_app(runs_root, gpus=8), terminal_size=size, run_before=_loaded)
 
@@ -49,6 +52,19 @@ def test_help_screen(snap_compare, runs_root):
         await pilot.pause()
 
     assert snap_compare(make_app(runs_root), terminal_size=(80, 24), run_before=open_help)
+
+
+def test_help_screen_scrolled_to_its_end(snap_compare, runs_root):
+    """At 80x24 the help is taller than the screen: `end` shows its last line."""
+
+    async def help_end(pilot):
+        await _loaded(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        await pilot.press("end")
+        await pilot.pause()
+
+    assert snap_compare(make_app(runs_root), terminal_size=(80, 24), run_before=help_end)
 
 
 async def _charts(pilot) -> None:

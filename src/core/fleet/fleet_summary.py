@@ -15,6 +15,12 @@ from ..model.snapshot import AutostopPlan, Snapshot
 STATE_ORDER = ("running", "stalled", "starting", "dead", "failed", "completed", "unknown")
 
 
+def gpu_source_label(source: object) -> str:
+    """What a host's GPUs are when they are not the machine's own: "sim" (--fake-gpus),
+    "replay" (--gpu-replay), else ""."""
+    return {"fake": "sim", "replay": "replay"}.get(source, "") if isinstance(source, str) else ""
+
+
 @dataclass(frozen=True)
 class HostSummary:
     name: str
@@ -35,13 +41,20 @@ class HostSummary:
     idle: bool  # every GPU under 5% and no running run
     idle_spent: float | None  # what the current idle stretch has cost
     autostop: AutostopPlan | None = None  # what the host's `rgpu-tui watch` plans, if any
+    # where its GPU numbers come from: "nvml", "fake" (simulated: invented numbers) or
+    # "replay" (a recording); None without GPUs
+    gpu_source: str | None = None
+
+    @property
+    def gpu_label(self) -> str:
+        return gpu_source_label(self.gpu_source)
 
 
 def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSummary:
     """`state`: the host's core.fleet.fleet.HostState; `snap`: its snapshot as dataclasses
     (kept while the host is unreachable: the table shows its last known runs greyed);
     `error`: why the snapshot could not be read."""
-    gpus = util = None
+    gpus = util = source = None
     counts: dict[str, int] = {}
     newest = newest_state = best = best_name = eta = None
     price = spent = idle_spent = autostop = None
@@ -50,6 +63,7 @@ def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSum
         g = snap.gpus
         if g is not None and g.available:
             gpus = len(g.devices)
+            source = g.source
             utils = [d.util_percent for d in g.devices if d.util_percent is not None]
             util = sum(utils) / len(utils) if utils else None
             idle = g.idle
@@ -85,6 +99,7 @@ def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSum
         idle=idle,
         idle_spent=idle_spent,
         autostop=autostop,
+        gpu_source=source,
     )
 
 
@@ -98,6 +113,8 @@ class FleetTotals:
     idle: int  # reachable hosts idling now
     idle_per_hour: float  # the known prices of those
     idle_unpriced: int  # idling hosts without a price
+    simulated: int = 0  # of `gpus`: simulated ones (--fake-gpus)
+    replayed: int = 0  # of `gpus`: replayed from a recording (--gpu-replay)
 
 
 def totals(hosts: list[HostSummary]) -> FleetTotals:
@@ -112,4 +129,6 @@ def totals(hosts: list[HostSummary]) -> FleetTotals:
         idle=len(idle),
         idle_per_hour=sum(h.price_per_hour or 0.0 for h in idle),
         idle_unpriced=sum(1 for h in idle if h.price_per_hour is None),
+        simulated=sum(h.gpus or 0 for h in up if h.gpu_source == "fake"),
+        replayed=sum(h.gpus or 0 for h in up if h.gpu_source == "replay"),
     )

@@ -319,7 +319,23 @@ def _cut(segments: Sequence[tuple[str, str]], width: int) -> Row:
 
 
 def text_row(segments: Sequence[tuple[str, str]], width: int) -> Row:
-    return _cut(segments, width)
+    """A row of words (the keys, the legend, a note): too long for `width`, it is cut
+    between two of its parts ("  " apart: a key and what it does stay together) when that
+    keeps half the row, else between two words, "…" in place of the rest; a first word
+    wider than `width` is cut at the edge."""
+    width = max(width, 1)
+    plain, spans = _cut(segments, 1 << 30)
+    if len(plain) <= width:
+        return plain, spans
+    end = plain.rfind("  ", 0, width)  # the kept words end before it; "…" takes a cell
+    if end < width // 2:
+        end = plain.rfind(" ", 0, width)
+    kept = plain[:end].rstrip() if end > 0 else ""
+    if not kept:
+        return _cut(segments, width)
+    cut = len(kept)
+    spans = tuple((a, min(b, cut), st) for a, b, st in spans if a < cut)
+    return kept + "…", spans
 
 
 def x_to_dot(x: float, axis: XAxis, dots_w: int) -> int:

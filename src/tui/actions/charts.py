@@ -76,6 +76,7 @@ class ChartActions:
         self.main_box.set_class(self.charts_open, "-charts")
         if not self.charts_open:
             self.chart_options = replace(self.chart_options, cursor=None)
+            self.main_box.share()  # the metrics and the log are back: their rows
         self.charts_changed()
         self.show_charts()
 

@@ -19,13 +19,14 @@ from pathlib import Path
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ...core.fleet.fleet_summary import summarize
 from ...core.fleet.snapshot_from_json import SnapshotJsonError, snapshot_from_json
 from .. import compat
 from ..app_rules import AppRules
 from ..screens.dialogs import ReportScreen
+from ..widgets.footer import KeysFooter
 from .charts import FleetCharts
 from .host_screen import HostScreen
 from .messages import HostChanged, HostView
@@ -108,7 +109,7 @@ class FleetApp(AppRules, FleetCommands, FleetCharts, App[int]):
         self.table = HostsTable(clock=self.clock, id="hosts")
         yield self.title_bar
         yield self.table
-        yield Footer()
+        yield KeysFooter()
 
     def _title_text(self) -> str:
         n = len(self.links)

@@ -22,7 +22,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 
 from ...core.base.formatting import fmt_duration
 from ...core.base.text import printable
@@ -31,9 +31,10 @@ from ...core.model.snapshot import RunInfo, SelectedRun, Snapshot
 from ..actions.charts import CHART_BINDINGS, ChartActions
 from ..actions.push import PushActions
 from ..screens.dialogs import PickScreen
-from ..widgets.cost import CostStrip, IdleBanner
+from ..widgets.cost import CostStrip, IdleBanner, strip_text
+from ..widgets.footer import KeysFooter
 from ..widgets.gpus import GpuPane
-from ..widgets.lines import LinePane
+from ..widgets.lines import LinePane, cut_words
 from ..widgets.push_bar import PushBar
 from ..widgets.run_panes import compose_run_panes
 from ..widgets.runs_list import RunsList
@@ -141,7 +142,7 @@ class HostAutostopLine(LinePane):
             text = f"autostop: {message}"
         else:  # ran, failed, held_by_app: what the watcher says
             text = message or f"autostop: {plan.phase}"
-        return [Text(printable(f"{text} (on {self.host})"), no_wrap=True)]
+        return [cut_words(Text(printable(f"{text} (on {self.host})"), no_wrap=True), width)]
 
 
 class HostCostStrip(CostStrip):
@@ -156,18 +157,16 @@ class HostCostStrip(CostStrip):
     def build_rows(self, width: int) -> list[Text]:
         cost = self._cost
         if cost is not None and not cost.configured:
-            return [
-                Text(
-                    f"No price for {self.host}: set price_per_hour in its [[hosts]] table "
-                    "or its config",
-                    style="italic",
-                )
-            ]
-        rows = super().build_rows(width)
-        for row in rows:
-            if row.plain.endswith(COST_HINT):
-                row.right_crop(len(COST_HINT))
-        return rows
+            row = Text(
+                f"No price for {self.host}: set price_per_hour in its [[hosts]] table "
+                "or its config",
+                style="italic",
+            )
+            return [cut_words(row, width)]
+        row = strip_text(cost)
+        if row.plain.endswith(COST_HINT):
+            row.right_crop(len(COST_HINT))
+        return [cut_words(row, width, sep="  ")]
 
 
 class HostScreen(RemoteRunActions, PushActions, ChartActions, Screen):
@@ -212,7 +211,7 @@ class HostScreen(RemoteRunActions, PushActions, ChartActions, Screen):
         yield self.cost_strip
         yield self.push_bar
         yield from compose_run_panes(self, fast_log=self.fast_log)
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.runs_list.focus()
@@ -262,6 +261,7 @@ class HostScreen(RemoteRunActions, PushActions, ChartActions, Screen):
         self.run_header.show(run, snap.generated_at, message, pushes, simulated=simulated)
         self.metrics_pane.show(sel.metrics if sel else None)
         self.log_pane.show(sel.log if sel else None)
+        self.main_box.share()
         self._log_later()
         self.show_charts()
 
@@ -282,6 +282,7 @@ class HostScreen(RemoteRunActions, PushActions, ChartActions, Screen):
             self._log_timer = None
             sel = self.selected_run()
             self.log_pane.show(sel.log if sel else None)
+            self.main_box.share()
             self._log_later()
 
         self._log_timer = self.set_timer(max(held, 0.05), flush)

@@ -2,7 +2,8 @@
 
 Rows come from core.fleet.fleet_summary. Columns that do not fit the width are left out,
 the least needed first (spent, best, ETA, idle money, $/h), so 80 columns keep host,
-reachable, GPUs and runs. An unreachable host's row says since when and why, in one
+reachable, GPUs and runs. Simulated or replayed GPUs say so ("2 sim", "2 replay"), in
+the row and the totals. An unreachable host's row says since when and why, in one
 line. A LinePane: a delta that moves one number repaints those cells only.
 """
 
@@ -73,10 +74,12 @@ def cells(h: HostSummary, now: float) -> dict[str, Text]:
     out = {"host": Text(printable(h.name)[:NAME_MAX], style="bold"), "up": Text(up, up_style)}
     if not h.reachable:
         return out
-    gpus = "none" if h.gpus is None else str(h.gpus)
+    gpus = Text("none" if h.gpus is None else str(h.gpus))
+    if h.gpus and h.gpu_label:  # simulated or replayed: not the machine's own numbers
+        gpus.append(f" {h.gpu_label}", style="bold magenta")
     if h.gpus and h.gpu_util is not None:
-        gpus += f" {h.gpu_util:3.0f}%"
-    out["gpus"] = Text(gpus)
+        gpus.append(f" {h.gpu_util:3.0f}%")
+    out["gpus"] = gpus
     out["runs"] = _runs(h)
     out["best"] = Text(fmt_number(h.best))
     out["eta"] = Text(fmt_duration(h.eta_seconds) if h.eta_seconds is not None else "-")
@@ -118,6 +121,10 @@ def totals_text(t: FleetTotals) -> Text:
     row = Text()
     row.append(f"{t.machines} machine{'s' if t.machines != 1 else ''}", style="bold")
     row.append(f" ({t.reachable} reachable)  {t.gpus} GPU{'s' if t.gpus != 1 else ''}")
+    fake = ((t.simulated, "simulated"), (t.replayed, "replayed"))
+    said = ", ".join(f"{n} {what}" for n, what in fake if n)
+    if said:  # GPUs whose numbers are not a machine's own
+        row.append(f" ({said})", style="magenta")
     if t.reachable:
         row.append("  " + _money_per_hour(t.per_hour, t.reachable, t.unpriced))
     if t.idle:

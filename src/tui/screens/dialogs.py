@@ -19,13 +19,33 @@ from textual.widgets.option_list import Option
 
 from ..inert import inert_body
 
+SCROLL_KEYS = "↑/↓ pgup/pgdn: scroll"
+
 DIALOG_CSS = """
 {name} {{ align: center middle; }}
 {name} > VerticalScroll {{
     width: 76; max-width: 100%; height: auto; max-height: 100%;
     border: round $accent; padding: 0 1; background: $surface;
+    scrollbar-size-vertical: 1;
 }}
 """
+
+
+class DialogBox(VerticalScroll):
+    """A dialog's bordered box. Its subtitle gives the dialog's keys, and the keys that
+    scroll it whenever its text is taller than the box (help at 80x24: every line can
+    be read by scrolling, and the dialog says how)."""
+
+    def __init__(self, keys: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.keys = keys
+        self.border_subtitle = keys
+
+    def on_resize(self) -> None:
+        # a Resize comes with a new size or a new virtual size (the body changed)
+        subtitle = f"{SCROLL_KEYS}   {self.keys}" if self.max_scroll_y > 0 else self.keys
+        if self.border_subtitle != subtitle:
+            self.border_subtitle = subtitle
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -44,9 +64,8 @@ class ConfirmScreen(ModalScreen[bool]):
         self._title, self._body, self._yes = inert_body(title), inert_body(body), yes
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll() as box:
+        with DialogBox(f"{self._yes}   esc: cancel") as box:
             box.border_title = self._title
-            box.border_subtitle = f"{self._yes}   esc: cancel"
             yield Static(self._body, id="body")
 
     def action_answer(self, value: bool) -> None:
@@ -86,9 +105,8 @@ class PickScreen(ModalScreen[str | None]):
         self._describe, self._disabled, self._keys = describe, set(disabled), keys
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll() as box:
+        with DialogBox(f"{self._keys}   esc: cancel") as box:
             box.border_title = self._title
-            box.border_subtitle = f"{self._keys}   esc: cancel"
             if self._body is not None:
                 yield Static(self._body, id="body")
             # a label is a file name from the run: shown as text, never as markup
@@ -131,9 +149,8 @@ class ReportScreen(ModalScreen[None]):
         self._body = body if markup else inert_body(body)
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll() as box:
+        with DialogBox("esc: close") as box:
             box.border_title = self._title
-            box.border_subtitle = "esc: close"
             yield Static(self._body, id="body")
 
     def show(self, body: RenderableType) -> None:

@@ -1,4 +1,5 @@
-"""`?`: the keys, and what each state means."""
+"""`?`: the keys, and what each state means. At 80x24 it is taller than the screen: it
+scrolls (↑/↓, pgup/pgdn, home/end), and its box says so (screens.dialogs.DialogBox)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ HELP = """\
   enter      show the highlighted run
   m          next page of metrics (in the charts: the next panels)
   v          charts: every metric on axes, runs overlaid; v: back
-  space      mark the highlighted run to compare (up to 6, ◉ its colour)
+  space      mark the highlighted run to compare (◉ its colour; up to 6)
   t          compare the marked runs: best, time, cost, what differs
   e          charts: smoothing off / 0.6 / 0.9 (raw line faint behind)
   y          charts: y-axis linear / no outliers / log
@@ -28,7 +29,10 @@ HELP = """\
   r          resume a DEAD or FAILED run from its last.pt
   g          GPU check: torch, CUDA and one matmul per GPU
   a          autostop: cancel it for this session / turn it back on
-  tab        move focus between panes
+  tab        move focus between the runs list and the log
+  ↑ pgup     in the log: scroll back; the log pauses, its title counts
+             the lines that came since
+  end        in the log: follow the newest line again
   ?          this help (esc closes)
   ctrl+p     every key's action, searchable (the command palette)
   q          quit (runs keep training)

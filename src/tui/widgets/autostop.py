@@ -27,6 +27,7 @@ from ...core.base.formatting import fmt_duration
 from ...core.base.text import printable
 from ...core.model.snapshot import AutostopPlan, CostView
 from ...core.records.autostop_files import AutostopFiles, Hold
+from .lines import cut_words
 
 SHOWN = (
     "counting", "held", "checking", "pushing", "notifying", "running", "ran", "failed",
@@ -148,4 +149,14 @@ class AutostopLine(Widget):
         return message  # ran / failed: what the watcher says
 
     def render(self) -> Text:
-        return Text(printable(self._text), no_wrap=True, overflow="ellipsis")
+        """The line; narrower than it, the message is cut between two words and the key
+        after the dash ("— a cancels") stays."""
+        text = printable(self._text)
+        width = self.size.width
+        head, dash, key = text.rpartition(" — ")
+        if not width or len(text) <= width or not (dash and key.startswith("a ")):
+            row = Text(text, no_wrap=True, overflow="ellipsis")
+            return cut_words(row, width) if width else row
+        row = cut_words(Text(head, no_wrap=True, overflow="ellipsis"), width - len(dash + key))
+        row.append(dash + key)
+        return row

@@ -8,16 +8,33 @@ from textual.widget import Widget
 from ...core.base.formatting import fmt_money, fmt_price, fmt_rate
 from ...core.model.snapshot import CostView, GpuView
 from ...core.picture.cost import no_price_text
-from .lines import LinePane
+from .lines import LinePane, cut_words
 
 
-def strip_text(c: CostView | None, config_file: str = "the config file") -> Text:
+def no_price_forms(config_file: str) -> list[str]:
+    """The no-price hint, longest first: a narrow strip shows the longest that fits (`c`
+    always shows the first, whole)."""
+    return [
+        no_price_text(config_file),
+        f"No price set: pass --price-per-hour 3.48, or put price_per_hour = 3.48 in {config_file}.",
+        "No price set: pass --price-per-hour 3.48 (c: every way to set it)",
+        "No price set (c: how to set one)",
+    ]
+
+
+def strip_text(
+    c: CostView | None, config_file: str = "the config file", width: int | None = None
+) -> Text:
+    """The strip's row; with `width`, one that fits it without cutting a word: the
+    no-price hint in a shorter form, the money cut between two of its parts."""
     line = Text(no_wrap=True, overflow="ellipsis")
     if c is None:
         return line
     if not c.configured:
-        line.append(no_price_text(config_file), style="italic")
-        return line
+        forms = no_price_forms(config_file)
+        fits = [f for f in forms if width is None or len(f) <= width]
+        line.append(fits[0] if fits else forms[-1], style="italic")
+        return line if width is None else cut_words(line, width)
     line.append(fmt_rate(c.price_per_hour), style="bold")
     line.append(f"  spent {fmt_money(c.spent)}")
     if c.run_spent is not None:
@@ -32,7 +49,7 @@ def strip_text(c: CostView | None, config_file: str = "the config file") -> Text
         line.append("  ! ", style="bold red")
         line.append(c.warnings[0], style="bold red")
     line.append("  (c: cost)", style="dim")
-    return line
+    return line if width is None else cut_words(line, width, sep="  ")
 
 
 def idle_banner_text(c: CostView, gpus: GpuView | None = None) -> str:
@@ -66,7 +83,7 @@ class CostStrip(LinePane):
         self.repaint_rows()
 
     def build_rows(self, width: int) -> list[Text]:
-        return [strip_text(self._cost, self.config_file)]
+        return [strip_text(self._cost, self.config_file, width)]
 
 
 class IdleBanner(Widget):
@@ -96,4 +113,5 @@ class IdleBanner(Widget):
         return appeared
 
     def render(self) -> Text:
-        return Text(self._text, no_wrap=True, overflow="ellipsis")
+        row = Text(self._text, no_wrap=True, overflow="ellipsis")
+        return cut_words(row, self.size.width) if self.size.width else row

@@ -15,7 +15,7 @@ from rich.text import Text
 from ...core.base.formatting import fmt_bytes, fmt_bytes_of, fmt_duration
 from ...core.base.text import printable
 from ...core.model.snapshot import GpuDevice, GpuProcess, GpuView, RunInfo, SystemView
-from .lines import LinePane
+from .lines import LinePane, cut_words
 from .metrics import sparkline
 from .run_header import text_bar
 
@@ -209,5 +209,6 @@ class GpuPane(LinePane):
             lines.extend(gpu_row(d, self._names, width, name_w, g.simulated) for d in g.devices)
         warnings = list(g.warnings if g is not None else ()) + list(s.warnings if s else ())
         for w in warnings:
-            lines.append(Text(w, style="bold yellow", no_wrap=True, overflow="ellipsis"))
+            row = Text(w, style="bold yellow", no_wrap=True, overflow="ellipsis")
+            lines.append(cut_words(row, width))
         return lines

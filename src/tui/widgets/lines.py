@@ -33,6 +33,30 @@ def _visible(plain: str, width: int) -> str:
     return plain if len(plain) <= width else plain[: width - 1] + "…"
 
 
+def cut_words(row: Text, width: int, sep: str = " ") -> Text:
+    """The row cut to `width` cells between two words, "…" in place of the rest: a hint is
+    never cut mid-word. `sep`: where to cut first (the cost strip's "  " between its
+    parts), when such a place keeps at least half the row; else at a space. A row with
+    wide characters, or one word wider than `width`, is cut at the edge."""
+    plain = row.plain
+    if len(plain) <= width and cell_len(plain) <= width:
+        return row
+    if width <= 1 or cell_len(plain) != len(plain):
+        out = row.copy()
+        out.truncate(max(width, 0), overflow="ellipsis")
+        return out
+    limit = width - 1  # the cells before the "…"
+    cut = plain.rfind(sep, 0, limit + 1)
+    if cut < limit // 2 and sep != " ":
+        cut = plain.rfind(" ", 0, limit + 1)
+    if cut <= 0:
+        cut = limit
+    out = row[:cut]
+    out.rstrip()
+    out.append("…")
+    return out
+
+
 def _cell_styles(spans: tuple, n: int) -> list:
     """The spans covering each of the first `n` cells, in order (a cell's style)."""
     cells: list = [()] * n
@@ -99,6 +123,11 @@ class LinePane(Widget):
 
     def build_rows(self, width: int) -> list[Text]:
         raise NotImplementedError
+
+    @property
+    def row_count(self) -> int:
+        """The rows last built (its height, for an auto-height pane)."""
+        return len(self._rows)
 
     def row_width(self) -> int:
         return self.size.width or 80

@@ -67,27 +67,40 @@ def quick_line(line: str, index: int, scroll_x: int, width: int, style: Style) -
 
 
 class LogTitle(LinePane):
-    """The log's title as a rule above it. The log has no border: a scroll repaints the
+    """The log's title as a rule above it: the file, and whether the log follows its
+    newest line or is paused (how many lines came since, and the key that follows again);
+    brighter while the log has the focus. The log has no border: a scroll repaints the
     whole widget, and a border would add its top and bottom rows (~350 bytes each) and
     two segments to every row of every scroll."""
 
     DEFAULT_CSS = """
     LogTitle { height: 1; color: $primary; }
+    LogTitle.-focused { color: $accent; }
     """
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.title = "log"
+        self.state = ""  # "following", "paused, 12 new lines"
+        self.hint = ""  # shown after the state when it fits: "end: follow"
 
-    def set_title(self, title: str) -> None:
-        if title != self.title:
-            self.title = title
+    def set_title(self, title: str, state: str = "", hint: str = "") -> None:
+        if (title, state, hint) != (self.title, self.state, self.hint):
+            self.title, self.state, self.hint = title, state, hint
             self.repaint_rows()
 
     def build_rows(self, width: int) -> list[Text]:
+        state = self.state
+        if state and self.hint and len(self.title) + len(state) + len(self.hint) + 11 <= width:
+            state = f"{state} ({self.hint})"
         row = Text("─ ", no_wrap=True, overflow="ellipsis")
         row.append(self.title, style="bold")
-        row.append(" " + "─" * max(width - len(self.title) - 3, 0))
+        used = len(self.title) + 3
+        if state and used + len(state) + 4 <= width:
+            row.append(" ─ ")
+            row.append(state, style="bold yellow" if state.startswith("paused") else "")
+            used += len(state) + 3
+        row.append(" " + "─" * max(width - used, 0))
         return [row]
 
 
@@ -95,6 +108,11 @@ class LogPane(Log):
     """Rewritten only when the log view changed (new lines, another run); new lines of
     the same log are shown at most once per LOG_PERIOD (with the app's next refresh),
     another run's log at once.
+
+    It follows the newest line until the user scrolls back (tab gives it the focus; ↑,
+    pgup, home, or the mouse wheel): then it is paused, keeps its place while lines come,
+    and its title counts them; `end` (or scrolling back down to the last line) follows
+    again.
 
     `fast` (the app's log fast path, `compat.LOG`): new lines are measured in place
     (`compat.speed_up_log`), rows come from a small cache or `quick_line`, and the style
@@ -116,6 +134,8 @@ class LogPane(Log):
         self._painted_at = -LOG_PERIOD
         self._auto_y = 0  # the scroll offset our last follow-scroll left
         self._strips: dict[tuple, Strip] = {}  # (index, text, scroll_x, width, style) -> row
+        self._title = "log"  # the title's file part
+        self.unseen = 0  # lines written since it was paused (0 while it follows)
 
     def show(self, view: LogView | None) -> None:
         self._latest = view
@@ -149,11 +169,15 @@ class LogPane(Log):
             self.write_lines([compact(line) for line in new], scroll_end=False)
             if at_end:
                 self._to_end()
+            else:
+                self.unseen += len(new)
+            self.show_state()
             return
         self.clear()
-        title = "log" if view is None else f"log  {os.path.basename(view.path)}"
-        if self.title_row is not None:
-            self.title_row.set_title(title)
+        if switched:
+            self.unseen = 0
+        self._title = "log" if view is None else f"log  {os.path.basename(view.path)}"
+        self.show_state()
         if view is None:
             return
         lines = [compact(line) for line in view.lines[-SHOWN_LINES:]]
@@ -165,6 +189,8 @@ class LogPane(Log):
             # after clear() Log's own auto-scroll sees a stale offset, and the pane's
             # height may change in this same refresh: scroll once the layout is done
             self.call_after_refresh(self._to_end)
+        else:
+            self.show_state()
 
     def render_line(self, y: int) -> Strip:
         """A scroll repaints every row, but most rows show a line shown a moment ago one
@@ -213,6 +239,34 @@ class LogPane(Log):
     def _to_end(self) -> None:
         self.scroll_end(animate=False, immediate=True, x_axis=False)
         self._auto_y = self.scroll_offset.y
+        self.show_state()
+
+    def show_state(self) -> None:
+        """The title: following, or paused with the lines that came since."""
+        if self.title_row is None:
+            return
+        if self._view is None or not self.lines:
+            self.title_row.set_title(self._title)
+        elif self._following():
+            self.unseen = 0
+            self.title_row.set_title(self._title, "following")
+        else:
+            n = self.unseen
+            state = f"paused, {n} new line{'' if n == 1 else 's'}" if n else "paused"
+            self.title_row.set_title(self._title, state, "end: follow")
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self.show_state()  # scrolled back (paused), or down to the end (follows)
+
+    def on_focus(self) -> None:
+        if self.title_row is not None:
+            self.title_row.add_class("-focused")
+
+    def on_blur(self) -> None:
+        if self.title_row is not None:
+            self.title_row.remove_class("-focused")
 
     def _following(self) -> bool:
         """At the end, or where our last scroll-down left it (a height change since can

@@ -3,9 +3,10 @@ with its epoch ("last 0.667 @30  min 0.5 @28  max 20 @1"; as much as the width a
 
 One row, one style per sparkline (per-cell colours cost ~65% of the bytes a
 frame sends). `m` cycles the page: the main trio first (train/loss, the
-validation metric being optimised, lr), then every other numeric column. From
-TALL_SCREEN rows a page holds TALL_ROWS metrics (the pane grows into rows the log
-seldom fills); the chart view (`v`) draws them all on axes.
+validation metric being optimised, lr), then every other numeric column. A page
+holds as many metrics as the pane has rows (`rows`, set by the body that shares
+its rows between the metrics and the log: tui.widgets.run_panes); the chart view
+(`v`) draws them all on axes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from rich.text import Text
 from ...core.base.formatting import fmt_number
 from ...core.base.text import printable
 from ...core.model.snapshot import MetricsView
-from ..app_rules import TALL_ROWS as TALL_SCREEN  # terminal rows: a page holds TALL_ROWS
 from .lines import LinePane
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -52,10 +52,15 @@ def sparkline(values, width: int, lo: float | None = None, hi: float | None = No
     return "".join(out)
 
 
+def shown_names(view: MetricsView) -> list[str]:
+    """The columns the pane shows a sparkline of, in the file's order."""
+    return [c.name for c in view.series if c.name not in HIDDEN]
+
+
 def metric_pages(view: MetricsView, per_page: int) -> list[list[str]]:
     """Pages of column names: the main trio first (and as many others as fit its page),
     then the rest in order."""
-    numeric = [c.name for c in view.series if c.name not in HIDDEN]
+    numeric = shown_names(view)
     main = ["train/loss"]
     target = view.last.get("best_metric_name") or view.last.get("current_metric_name")
     if isinstance(target, str):
@@ -72,8 +77,8 @@ def metric_pages(view: MetricsView, per_page: int) -> list[list[str]]:
     return [p for p in pages if p]
 
 
-ROWS = 3
-TALL_ROWS = 8
+ROWS = 3  # the rows the pane keeps when the log needs its rows
+TALL_ROWS = 8  # the same from app_rules.TALL_ROWS terminal rows
 
 
 def _at(epoch) -> str:
@@ -108,6 +113,7 @@ class MetricsPane(LinePane):
         self._view: MetricsView | None = None
         self.page = 0
         self._pages: list[list[str]] = []
+        self.rows = ROWS  # the metrics a page holds (the pane's rows)
 
     def show(self, view: MetricsView | None) -> None:
         if view is self._view or view == self._view:
@@ -119,12 +125,19 @@ class MetricsPane(LinePane):
         self.page += 1
         self.repaint_rows()
 
+    def wanted_rows(self) -> int:
+        """The rows that show every metric at once (one for a message)."""
+        view = self._view
+        return max(len(shown_names(view)), 1) if view is not None else 1
+
+    def set_rows(self, rows: int) -> None:
+        """The body gave the pane `rows` rows: its pages hold that many metrics."""
+        if rows != self.rows:
+            self.rows = rows
+            self.repaint_rows()
+
     def per_page(self) -> int:
-        try:
-            tall = self.app.size.height >= TALL_SCREEN
-        except Exception:  # no app yet (built before mounting)
-            tall = False
-        return TALL_ROWS if tall else ROWS
+        return self.rows
 
     def _current_page(self) -> list[str]:
         if self._view is None:

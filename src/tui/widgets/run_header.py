@@ -39,6 +39,40 @@ def push_text(p: PushInfo | None, now: float) -> Text:
     return out
 
 
+def top_row(r: RunInfo, simulated: bool, width: int) -> Text:
+    """'RUN  name  model  epoch x/N  sim GPUs 0-1', fitted to `width`: the model goes
+    first, then the name is shortened ("…"); the state, the epoch and the GPUs (and that
+    they are simulated) stay whole."""
+    name = printable(r.name)
+    tail = f"  epoch {epoch_text(r)}"
+    gpus = sim = ""
+    if r.gpu_indices:
+        plural = "s" if len(r.gpu_indices) > 1 else ""
+        sim = "sim " if simulated else ""
+        gpus = f"GPU{plural} {fmt_gpu_indices(r.gpu_indices)}"
+    badge = f" {state_badge(r.state).strip()} "
+    model = f"  {printable(r.model)}" if r.model else ""
+    fixed = len(badge) + 1 + len(tail) + (2 + len(sim) + len(gpus) if gpus else 0)
+    if fixed + len(name) + len(model) > width:
+        model = ""
+    room = max(width - fixed, 4)
+    if len(name) > room:
+        name = name[: room - 1] + "…"
+    top = Text(no_wrap=True, overflow="ellipsis")
+    top.append(badge, style=STATE_STYLE.get(r.state, ""))
+    top.append(f" {name}", style="bold")
+    if model:
+        top.append(model, style="dim")
+    top.append(tail)
+    if gpus:
+        top.append("  ")
+        if sim:
+            top.append("sim", style="bold magenta")
+            top.append(" ")
+        top.append(gpus)
+    return top
+
+
 class RunHeader(LinePane):
     """Shows one RunInfo; repaints only the cells that changed ("updated 3s ago")."""
 
@@ -89,18 +123,7 @@ class RunHeader(LinePane):
         r = self._run
         if r is None:
             return self._wrapped(self._message or "No run selected.", "italic", width)
-        top = Text(no_wrap=True, overflow="ellipsis")
-        top.append(f" {state_badge(r.state).strip()} ", style=STATE_STYLE.get(r.state, ""))
-        top.append(f" {printable(r.name)}", style="bold")
-        if r.model:
-            top.append(f"  {printable(r.model)}", style="dim")
-        top.append(f"  epoch {epoch_text(r)}")
-        if r.gpu_indices:
-            plural = "s" if len(r.gpu_indices) > 1 else ""
-            if self._simulated:  # first: a narrow header cuts the row's end
-                top.append("  sim", style="bold magenta")
-            top.append(f"{' ' if self._simulated else '  '}GPU{plural} ")
-            top.append(fmt_gpu_indices(r.gpu_indices))
+        top = top_row(r, self._simulated, width)
 
         pct = "  ?%" if r.progress is None else f"{r.progress * 100:3.0f}%"
         eta = f"ETA {fmt_duration(r.eta_seconds)}" if r.eta_seconds is not None else "ETA -"

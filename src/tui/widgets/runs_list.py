@@ -1,5 +1,6 @@
 """The runs list: one line per run, newest activity first; space marks a run to compare
-(a dot in its chart colour before its state)."""
+(a dot in its chart colour before its state). A narrow list (the 80-column screen's)
+leaves out the progress: state and name, and the log keeps the width."""
 
 from __future__ import annotations
 
@@ -16,16 +17,21 @@ from ..inert import inert
 from .style import STATE_STYLE, state_badge
 
 MARK = "◉"
+PROGRESS_FROM = 26  # a list this wide inside (or wider) shows each run's progress
 
 
-def run_line(r: RunInfo, mark: str | None = None) -> Text:
-    """`mark`: the colour of a run marked to compare (None: not marked)."""
-    pct = "" if r.progress is None else f"{r.progress * 100:3.0f}%"
+def run_line(r: RunInfo, mark: str | None = None, progress: bool = True) -> Text:
+    """`mark`: the colour of a run marked to compare (None: not marked); `progress`: the
+    percentage between the state and the name."""
     line = Text(no_wrap=True, overflow="ellipsis")
     if mark is not None:
         line.append(MARK, style=f"bold {mark}")
     line.append(state_badge(r.state), style=STATE_STYLE.get(r.state, ""))
-    line.append(f" {pct:>4} ")
+    if progress:
+        pct = "" if r.progress is None else f"{r.progress * 100:3.0f}%"
+        line.append(f" {pct:>4} ")
+    else:
+        line.append(" ")
     line.append(printable(r.name))  # before Text, which drops a BEL or CR unseen
     return line
 
@@ -51,6 +57,8 @@ class RunsList(OptionList):
         self._shown: tuple[tuple[str, Text], ...] = ()
         self._footer: str | None = None
         self._marks: dict[str, str] = {}
+        self._last: tuple | None = None  # show_runs' arguments, for a resize
+        self.progress = True  # the lines show each run's progress
 
     def action_mark(self) -> None:
         if self.highlighted is not None and self.highlighted < len(self._shown):
@@ -67,7 +75,9 @@ class RunsList(OptionList):
         the runs search did not enter (too deep), said in a last, unselectable line;
         `marks`: run_dir -> colour of each run marked to compare."""
         marks = marks or {}
-        lines = tuple((r.run_dir, inert(run_line(r, marks.get(r.run_dir)))) for r in runs)
+        self._last = (runs, selected, deep_skipped, marks)
+        progress = self.progress
+        lines = tuple((r.run_dir, inert(run_line(r, marks.get(r.run_dir), progress))) for r in runs)
         footer = deep_dirs_text(deep_skipped) if deep_skipped else None
         if (
             footer == self._footer
@@ -94,3 +104,10 @@ class RunsList(OptionList):
                     break
         elif lines:
             self.highlighted = 0
+
+    def on_resize(self) -> None:
+        progress = self.scrollable_content_region.width >= PROGRESS_FROM
+        if progress != self.progress:
+            self.progress = progress
+            if self._last is not None:
+                self.show_runs(*self._last)

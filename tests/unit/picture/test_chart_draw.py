@@ -16,6 +16,7 @@ from rgpu_tui.core.picture.chart_draw import (
     draw_panel,
     fmt_tick,
     nice_ceil,
+    text_row,
     x_to_dot,
     y_scale,
 )
@@ -138,3 +139,30 @@ def test_the_cursor_is_a_column_without_nesting_spans() -> None:
     assert sum(ch == "│" for ch, _st in column) >= 3  # a thin line through empty cells
     assert any(ch in DOTS and "reverse" in st[0] for ch, st in column)  # the curve's cell
     assert rows[-2][0][at] == "┴"
+
+
+KEYS = [
+    ("e", "bold"), (" smooth 0.6  ", ""), ("y", "bold"), (" linear  ", ""), ("x", "bold"),
+    (" epoch  ", ""), ("←/→", "bold"), (" cursor  ", ""), ("/", "bold"), (" metric", ""),
+]  # fmt: skip
+
+
+def test_a_text_row_is_cut_between_its_parts_never_mid_word():
+    """The chart's key and legend rows at 56 columns (80x24) ended "/metric …" and
+    "diverge…" (issue 24, item 2)."""
+    full = "e smooth 0.6  y linear  x epoch  ←/→ cursor  / metric"
+    assert text_row(KEYS, 80) == (full, ((0, 1, "bold"), (14, 15, "bold"), (24, 25, "bold"),
+                                         (33, 36, "bold"), (45, 46, "bold")))  # fmt: skip
+    plain, spans = text_row(KEYS, 40)
+    assert plain == "e smooth 0.6  y linear  x epoch…"  # a key stays with what it does
+    assert spans == ((0, 1, "bold"), (14, 15, "bold"), (24, 25, "bold"))
+    legend = [("✦ best on Hub  ✧ best not pushed  ↻ resume  ✗ diverged  ╵ epoch_N.pt", "dim")]
+    assert text_row(legend, 56) == ("✦ best on Hub  ✧ best not pushed  ↻ resume  ✗ diverged…",
+                                    ((0, 54, "dim"),))  # fmt: skip
+    note = [("no price for live_exp (price_per_hour in the config or --price-per-hour)", "")]
+    for width in range(12, 80):
+        plain, _ = text_row(note, width)
+        assert len(plain) <= width
+        if plain.endswith("…"):
+            assert note[0][0][len(plain) - 1] == " ", plain  # a word ended there
+    assert text_row([("supercalifragilistic", "")], 6) == ("super…", ())

@@ -1,0 +1,275 @@
+"""The screen used well at 80x24 and 120x40 (issue 24, item 2), under Pilot: help scrolls to
+its last line and says how; the footer shows whole keys only; the runs list narrows at 80
+columns so the log gets the width; the run header keeps "sim GPUs 0-1"; the metrics and the
+log share the rows (no empty log rows while metrics are left out); the log says whether it
+follows or is paused, and how many lines came since. tests/e2e/test_tmux_screen.py checks
+the same in a real terminal."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from support.screen_runs import LIVE, append_log, build_screen_root
+from textual.containers import VerticalScroll
+
+from rgpu_tui.core.base.config import Settings
+from rgpu_tui.tui.app import RgpuApp
+from rgpu_tui.tui.screens.help import HELP, HelpScreen
+from rgpu_tui.tui.widgets.footer import KEY, fitting
+from rgpu_tui.tui.widgets.metrics import TALL_ROWS
+from rgpu_tui.tui.widgets.run_header import top_row
+from rgpu_tui.tui.widgets.run_panes import LOG_MIN, shared_rows
+
+from .helpers import make_app, rendered, wait_for
+
+HELP_LAST = HELP.rstrip().splitlines()[-1]  # "metrics.jsonl or results.csv."
+
+
+async def test_help_scrolls_to_its_last_line_at_80x24_and_says_how(runs_root):
+    app = make_app(runs_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        box = app.screen.query_one(VerticalScroll)
+        await wait_for(pilot, lambda: box.max_scroll_y > 0)
+        assert box.region.height <= 24  # the box fits the screen; its text scrolls
+        assert "↑/↓ pgup/pgdn: scroll" in box.border_subtitle
+        assert app.focused is box  # the keys reach it
+        await pilot.press("end")
+        await wait_for(pilot, lambda: box.scroll_y == box.max_scroll_y)
+        body = app.screen.query_one("#body")
+        # the body's last row is inside the box's window
+        assert body.virtual_region.bottom - box.scroll_y <= box.scrollable_content_region.height
+        assert rendered(body).rstrip().endswith(HELP_LAST)
+        await pilot.press("home")
+        await wait_for(pilot, lambda: box.scroll_y == 0)
+
+
+async def test_a_dialog_that_fits_does_not_offer_to_scroll(runs_root):
+    app = make_app(runs_root)
+    async with app.run_test(size=(160, 60)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        box = app.screen.query_one(VerticalScroll)
+        await pilot.pause()
+        assert box.max_scroll_y == 0 and box.border_subtitle == "esc: close"
+
+
+def test_fitting_keeps_whole_keys_in_order():
+    assert fitting([8, 8, 11, 13, 10], 30) == [True, True, True, False, False]
+    assert fitting([8, 13, 4], 14) == [True, False, True]  # a shorter later key still fits
+    assert fitting([5], 4) == [False]
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+async def test_the_footer_shows_whole_keys_only(runs_root, width):
+    app = make_app(runs_root)
+    async with app.run_test(size=(width, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.pause()
+        keys = list(app.screen.query(KEY))
+        palette = next(k for k in keys if k.has_class("-command-palette"))
+        shown = [k for k in keys if k.display and k is not palette]
+        assert shown[0].key == "q" and shown[1].key == "question_mark"
+        for key in shown:  # every shown key ends before the palette's
+            assert key.region.right <= palette.region.x, key.description
+        left_out = [k for k in keys if not k.display]
+        if width == 80:
+            assert {k.key for k in left_out} == {"g", "v"}  # `?` lists them, ctrl+p finds them
+        if width == 120:
+            assert not left_out
+
+
+@pytest.mark.parametrize(("size", "list_w"), [((80, 24), 24), ((120, 40), 30), ((160, 48), 44)])
+async def test_the_runs_list_narrows_at_80_columns_and_the_log_gets_the_width(
+    runs_root, size, list_w
+):
+    app = make_app(runs_root)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.pause()
+        assert app.runs_list.outer_size.width == list_w
+        assert app.log_pane.size.width == size[0] - list_w
+        first = app.runs_list.get_option_at_index(0).prompt.plain
+        assert first == ("RUN  live_exp" if size[0] < 100 else "RUN   30% live_exp")
+
+
+async def test_the_header_keeps_its_simulated_gpus_at_80_columns(runs_root):
+    app = make_app(runs_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.pause()
+        top = rendered(app.run_header).splitlines()[0]
+        assert top.rstrip().endswith("epoch 30/100  sim GPUs 0-1"), top
+
+
+def test_a_narrow_header_drops_the_model_then_shortens_the_name(runs_root):
+    from rgpu_tui.core.picture.collect import Collector
+
+    snap = Collector(str(runs_root.root), fake_gpus=2).refresh(runs_root.now)
+    run = snap.selected_run
+    wide = top_row(run, True, 80).plain
+    assert wide == " RUN  live_exp  yolo9-t  epoch 30/100  sim GPUs 0-1"
+    assert top_row(run, True, 46).plain == " RUN  live_exp  epoch 30/100  sim GPUs 0-1"
+    narrow = top_row(run, True, 40).plain
+    assert narrow == " RUN  live_…  epoch 30/100  sim GPUs 0-1" and len(narrow) == 40
+
+
+def test_shared_rows():
+    # a short log leaves its rows to the metrics: every metric shows
+    assert shared_rows(avail=29, metrics=38, log=6, base=TALL_ROWS) == 23
+    assert shared_rows(avail=29, metrics=10, log=6, base=TALL_ROWS) == 10
+    # a full log: the metrics keep their base, the log the rest
+    assert shared_rows(avail=29, metrics=38, log=200, base=TALL_ROWS) == TALL_ROWS
+    assert shared_rows(avail=14, metrics=38, log=200, base=3) == 3
+    # fewer metrics than the base: no empty metric rows
+    assert shared_rows(avail=29, metrics=2, log=200, base=TALL_ROWS) == 2
+    # the log keeps LOG_MIN rows, the metrics one
+    assert shared_rows(avail=10, metrics=38, log=0, base=3) == 10 - LOG_MIN
+    assert shared_rows(avail=3, metrics=38, log=0, base=3) == 1
+
+
+def _log_rows(app) -> tuple[int, int]:
+    """(rows of the log pane, rows that show a line)."""
+    log = app.log_pane
+    return log.size.height, min(len(log.lines) - int(log.scroll_y), log.size.height)
+
+
+def _screen_app(root) -> RgpuApp:
+    return RgpuApp(root=str(root), interval=3600.0, fake_gpus=2, settings=Settings())
+
+
+async def test_at_120x40_the_log_has_no_empty_rows_while_metrics_are_left_out(tmp_path):
+    """The first minutes of a run: 38 metrics, 6 log lines. The metrics grow into the rows
+    the log leaves empty; as the log fills, they give them back (down to their 8)."""
+    root = build_screen_root(tmp_path)
+    app = _screen_app(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and len(app.log_pane.lines) == 6)
+        await pilot.pause()
+        metrics = app.metrics_pane
+        height, used = _log_rows(app)
+        pages = metrics._pages
+        assert len(pages) > 1  # 38 metrics do not fit: some are left out
+        assert height - used <= 1, (height, used)
+        assert metrics.size.height == len(pages[0]) > TALL_ROWS
+        assert metrics.border_title.startswith("metrics 1/")
+        append_log(root, [f"line {i}" for i in range(40)])
+        app.request_refresh()
+        await wait_for(pilot, lambda: len(app.log_pane.lines) == 46)
+        await wait_for(pilot, lambda: app.metrics_pane.size.height == TALL_ROWS)
+        height, used = _log_rows(app)
+        assert used == height  # a full log: every row shows a line
+
+
+async def test_at_80x24_the_panes_share_the_rows(tmp_path):
+    root = build_screen_root(tmp_path)
+    app = _screen_app(root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and len(app.log_pane.lines) == 6)
+        await pilot.pause()
+        height, used = _log_rows(app)
+        assert height - used <= 1 and used == 6
+        assert app.metrics_pane.size.height > 3  # more than the 3 of a full log
+
+
+async def _focus_log(pilot, app) -> None:
+    await pilot.press("tab")
+    await wait_for(pilot, lambda: app.focused is app.log_pane)
+
+
+async def test_the_log_says_it_follows_or_is_paused_with_the_lines_since(tmp_path):
+    root = build_screen_root(tmp_path)
+    append_log(root, [f"early line {i}" for i in range(60)])
+    app = _screen_app(root)
+    async with app.run_test(size=(100, 30)) as pilot:
+        title = app.log_title
+        await wait_for(pilot, lambda: app.snapshot is not None and app.log_pane.lines)
+        await wait_for(pilot, lambda: "following" in title.state)
+        assert rendered(title).startswith("─ log  train.log ─ following ─")
+        await _focus_log(pilot, app)
+        assert title.has_class("-focused")
+        await pilot.press("pageup")
+        await wait_for(pilot, lambda: title.state == "paused")
+        shown = rendered(title)
+        assert "paused (end: follow)" in shown
+        top = app.log_pane.scroll_y
+        append_log(root, ["new one", "new two"])
+        time.sleep(0.01)
+        app.request_refresh()
+        await wait_for(pilot, lambda: title.state == "paused, 2 new lines", timeout=15)
+        assert app.log_pane.scroll_y == top  # it keeps its place
+        assert app.log_pane.lines[-1].endswith("new two")
+        await pilot.press("end")
+        await wait_for(pilot, lambda: title.state == "following")
+        assert app.log_pane.is_vertical_scroll_end
+        # following again: new lines scroll into view, nothing is counted
+        append_log(root, ["new three"])
+        app.request_refresh()
+        await wait_for(pilot, lambda: app.log_pane.lines[-1].endswith("new three"), timeout=15)
+        await wait_for(pilot, lambda: app.log_pane.is_vertical_scroll_end)
+        assert title.state == "following" and app.log_pane.unseen == 0
+
+
+async def test_another_run_is_followed_from_its_end(tmp_path):
+    root = build_screen_root(tmp_path)
+    app = _screen_app(root)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and app.log_pane.lines)
+        await _focus_log(pilot, app)
+        await pilot.press("pageup")
+        await pilot.press("tab")  # back to the runs list; another run
+        await pilot.press("j", "enter")
+        await wait_for(pilot, lambda: app.snapshot.selected.run_dir != str(root / LIVE))
+        await wait_for(pilot, lambda: app.log_title.state == "following")
+
+
+def test_cut_words_cuts_between_words():
+    from rich.text import Text
+
+    from rgpu_tui.tui.widgets.lines import cut_words
+
+    row = Text("$2.10/h  spent $3.06  run $3.06  $0.035/epoch  (c: cost)")
+    assert cut_words(row, 80) is row
+    assert cut_words(row, 40, sep="  ").plain == "$2.10/h  spent $3.06  run $3.06…"
+    assert cut_words(row, 18, sep="  ").plain == "$2.10/h  spent…"  # no part fits: a word
+    words = "No price set: pass --price-per-hour 3.48, or put price_per_hour in the file."
+    for width in range(10, len(words)):
+        cut = cut_words(Text(words), width).plain
+        assert len(cut) <= width and cut.endswith("…")
+        assert words[len(cut) - 1] == " ", (width, cut)  # a word ended there
+    assert cut_words(Text("supercalifragilistic"), 8).plain == "superca…"  # one long word
+
+
+def _screen_text(app) -> str:
+    """The screen as text, as a terminal shows it (what `tmux capture-pane` gives)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
+                      record=True, legacy_windows=False, safe_box=False)  # fmt: skip
+    console.print(app.screen._compositor.render_update(full=True))
+    return "\n".join(line.rstrip() for line in console.export_text().splitlines())
+
+
+async def test_readmes_frame_is_what_the_app_draws_at_80x24(runs_root):
+    """README's "The screen": the tui fixture (three runs, a frozen clock), two simulated
+    GPUs, $3.4828/h; CPU is read on the second refresh."""
+    from support.docs import readme
+
+    text = readme().split("## The screen", 1)[1]
+    frame = text.split("```text\n", 1)[1].split("```", 1)[0].rstrip("\n")
+    app = make_app(runs_root, settings=Settings(price_per_hour=3.4828))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        first = app.snapshot
+        app.request_refresh()
+        await wait_for(pilot, lambda: app.snapshot is not first)
+        await wait_for(pilot, lambda: app.log_pane.is_vertical_scroll_end)
+        await pilot.pause()
+        assert _screen_text(app) == frame
