@@ -250,7 +250,7 @@ def test_fleet_table_and_hosts_from_the_config(tmp_path: Path, fleet_env) -> Non
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["host", "reachable", "GPUs", "runs", "$/h"]
     rows = {line.split()[0]: line for line in lines[1:4]}
-    assert rows["h1"].split()[1:] == ["yes", "1", "97%", "1", "running", "1.50"]
+    assert rows["h1"].split()[1:] == ["yes", "1", "replay", "97%", "1", "running", "1.50"]
     assert "1 dead, 1 completed" in rows["h2"] and rows["h2"].endswith("2.50")
     assert rows["h3"].split()[1] == "no"
     assert lines[4].startswith("  h3: ssh: connect to host 127.0.0.1 port ")

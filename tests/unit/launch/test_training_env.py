@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import textual
+from support.checkpoints import epoch_checkpoint
 from support.cli_env import clean_env
 
 from rgpu_tui.core.launch.training_env import training_python
@@ -187,7 +188,7 @@ def test_without_libreyolo_anywhere_launch_demo_and_resume_say_where_they_looked
 
     run = runs / "r"
     (run / "weights").mkdir(parents=True)
-    (run / "weights" / "last.pt").write_bytes(b"PK\x03\x04 a checkpoint")
+    (run / "weights" / "last.pt").write_bytes(epoch_checkpoint(3))  # complete: resume looks on
     (run / "train_config.yaml").write_text(f"data: {json.dumps(str(data))}\ndevice: cpu\n")
     status = {"state": "failed", "pid": 1, "save_dir": str(run), "error": "CUDA OOM"}
     (run / "status.json").write_text(json.dumps(status))
