@@ -86,9 +86,9 @@ def test_a_root_that_does_not_exist_is_never_armed(tmp_path: Path, watches) -> N
     assert not (tmp_path / "ran").exists()
 
 
-def test_hf_hub_offline_holds(tmp_path: Path, watches) -> None:
-    root = tmp_path / "runs"
-    best = root / "exp1" / "weights" / "best.pt"
+def pushed_run(root: Path, name: str) -> None:
+    """A run whose best.pt has a push record that matches it (readable by anyone)."""
+    best = root / name / "weights" / "best.pt"
     best.parent.mkdir(parents=True)
     data = checkpoint_bytes(10_000, 1)
     best.write_bytes(data)
@@ -96,10 +96,17 @@ def test_hf_hub_offline_holds(tmp_path: Path, watches) -> None:
     import hashlib
 
     record = {"file": "best.pt", "sha256": hashlib.sha256(data).hexdigest(), "outcome": "ok",
-              "repo": "alice/ckpts", "path": "exp1/best.pt", "endpoint": "https://huggingface.co",
-              "time": "2026-01-01T00:00:00Z"}  # fmt: skip
-    (root / "exp1" / ".rgpu").mkdir()
-    (root / "exp1" / ".rgpu" / "pushes.jsonl").write_text(json.dumps(record) + "\n")
+              "repo": "alice/ckpts", "path": f"{name}/best.pt",
+              "endpoint": "https://huggingface.co", "time": "2026-01-01T00:00:00Z"}  # fmt: skip
+    (root / name / ".rgpu").mkdir()
+    (root / name / ".rgpu" / "pushes.jsonl").write_text(json.dumps(record) + "\n")
+    for p in [root / name, *(root / name).rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+
+
+def test_hf_hub_offline_holds(tmp_path: Path, watches) -> None:
+    root = tmp_path / "runs"
+    pushed_run(root, "exp1")
     watch = watches(root, autostop_env(tmp_path, HF_HUB_OFFLINE="1"))
     message = held(watch)
     assert message.startswith(
@@ -110,9 +117,13 @@ def test_hf_hub_offline_holds(tmp_path: Path, watches) -> None:
 
 @pytest.mark.parametrize("what", ["folder", "file"])
 def test_weights_the_watcher_cannot_read_hold(shared_dir: Path, watches, what: str) -> None:
-    """Permission denied on a weights folder or file read as "no weights": autostop ran."""
+    """Permission denied on a weights folder or file read as "no weights": autostop ran. A
+    pushed run beside it (weights were found, all on the Hub by their records) does not
+    outweigh the doubt (issue 29 item 14); HF_HUB_OFFLINE makes the Hub's answer a hold of
+    its own, said after the doubt's."""
     prefix = unprivileged(shared_dir)
     root = shared_dir / "runs"
+    pushed_run(root, "exp2")
     weights = root / "exp1" / "weights"
     weights.mkdir(parents=True)
     (weights / "best.pt").write_bytes(b"never pushed" * 100)
@@ -128,7 +139,7 @@ def test_weights_the_watcher_cannot_read_hold(shared_dir: Path, watches, what: s
     state = shared_dir / "state"
     state.mkdir(mode=0o777)
     state.chmod(0o777)
-    env = autostop_env(shared_dir, HOME=str(shared_dir))
+    env = autostop_env(shared_dir, HOME=str(shared_dir), HF_HUB_OFFLINE="1")
     watch = watches(root, env, prefix=prefix)
     message = held(watch)
     if what == "folder" and prefix:

@@ -84,8 +84,17 @@ def test_a_run_folder_reached_through_a_symlink_holds_it(rig, tmp_path: Path) ->
     assert r.ran() == []
 
 
+def pushed_run(r) -> None:
+    """A run beside the doubtful folder whose best.pt is on the Hub: weights were found,
+    and every one found is safe; the doubt alone must hold it (issue 29 item 14)."""
+    run = make_run(r.root, "exp1", {"best.pt": DATA})
+    record_push(run, "best.pt", DATA)
+    r.runs = [run_info(run)]
+
+
 def test_folders_too_deep_or_too_many_to_search_hold_it_naming_them(rig, monkeypatch) -> None:
     r = rig()
+    pushed_run(r)
     deep = r.root / "deep"
     deep.joinpath(*["d"] * (weights_finder.MAX_DEPTH + 2)).mkdir(parents=True)
     assert r.settle(DUE) == "held"
@@ -94,7 +103,8 @@ def test_folders_too_deep_or_too_many_to_search_hold_it_naming_them(rig, monkeyp
     assert f"1 folder deeper than {weights_finder.MAX_DEPTH} levels not searched" in held.message
     assert r.ran() == []
 
-    r2 = rig()
+    r2 = rig()  # the same root: the pushed exp1 is there
+    r2.runs = r.runs
     for i in range(30):
         (r2.root / f"f{i}").mkdir(exist_ok=True)
     monkeypatch.setattr(weights_finder, "MAX_DIRS", 20)
