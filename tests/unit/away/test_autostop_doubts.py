@@ -221,6 +221,24 @@ def test_a_new_run_with_weights_in_that_window_cancels(rig) -> None:
     assert "exp2 best.pt changed or appeared" in cancelled(r)
 
 
+def test_a_weights_file_gone_in_that_window_cancels(rig) -> None:
+    """One of two pushed runs loses its best.pt while the notification goes out (moved,
+    deleted, a cleanup script): what was judged safe is not what is there, though nothing
+    new appeared (issue 29 item 15)."""
+    r = rig()
+    gate = Gate()
+    r.autostop.drained = gate
+    runs = [make_run(r.root, name, {"best.pt": DATA}) for name in ("exp1", "exp2")]
+    for run in runs:
+        record_push(run, "best.pt", DATA)
+    r.runs = [run_info(run) for run in runs]
+    assert r.settle(DUE) == "notifying"
+    (runs[1] / "weights" / "best.pt").unlink()
+    gate.open = True
+    assert r.look(DUE + 3) == "counting"
+    assert "exp2 best.pt is gone or changed" in cancelled(r)
+
+
 def test_a_pressed_in_the_app_in_that_window_cancels(rig) -> None:
     r, gate, _run = notifying(rig)
     hold = Hold(r.files.hold)
