@@ -191,3 +191,23 @@ def test_time_and_cost_after_a_resume_count_both_attempts(tmp_path: Path) -> Non
     view = cost_once(Settings(price_per_hour=36.0), time.time(), snap.runs, info)
     assert view.run_spent == pytest.approx((52.8 + 26.0) / 100)
     assert info.mean_epoch_seconds == pytest.approx((22 * 2.4 + 10 * 2.6) / 32)
+
+
+def test_rows_without_a_time_are_left_out_of_the_mean_epoch_time(tmp_path: Path) -> None:
+    """Issue 29 item 18: rows with no `time` (an older libreyolo; a row whose time is out of
+    range) are not 0-second epochs: 5 rows of 3 s among 10 make a mean of 3 s (1.5 s when
+    they counted), read through the real metrics reader."""
+    run = tmp_path / "runs" / "exp"
+    run.mkdir(parents=True)
+    rows = [{"epoch": e, **({"time": 3.0} if e % 2 else {})} for e in range(1, 10)]
+    rows.append({"epoch": 10, "time": -4.0})  # out of range: unknown, not a time
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t0 = time.time() - 600
+    status = {
+        "state": "completed", "pid": dead_pid(), "total_epochs": 10, "start_epoch": 1,
+        "completed_epochs": 10, "started_at": iso(t0), "updated_at": iso(t0 + 40),
+        "elapsed_seconds": 40.0,
+    }  # fmt: skip
+    (run / "status.json").write_text(json.dumps(status))
+    (info,) = _refresh(run.parent, time.time()).runs
+    assert info.mean_epoch_seconds == pytest.approx(3.0)

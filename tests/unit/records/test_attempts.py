@@ -137,3 +137,39 @@ def test_no_status_and_no_record_is_no_attempt_and_the_mean_covers_every_row():
     assert mean_epoch_seconds(rows) == 3.0
     assert mean_epoch_seconds(Rows([1], [0.0], [0])) is None
     assert total_seconds(()) is None
+
+
+def test_a_launch_record_written_just_after_started_at_is_the_current_attempt():
+    """Issue 29 item 16: rgpu-tui writes its launch record once the process started;
+    libreyolo can write started_at first (0.6 s before the record). That record started
+    status.json's attempt: one attempt, counted once, not a second one "starting"."""
+    record = RecordSpan(T + 100.6, 200, None, None, True)
+    side = status("running", start_epoch=1, completed=3, elapsed=None)
+    got = run_attempts(side, rows_of((1, 3)), [record], now=T + 160)
+    assert [(a.started_at, a.epochs, a.ended, a.known_by) for a in got] == [
+        (T + 100, 3, False, "status.json")
+    ]
+    assert total_seconds(got) == 60.0
+
+
+def test_an_earlier_attempt_stops_at_the_next_attempts_start():
+    """Issue 29 item 17: the killed launch's console log was written after the resume
+    began (the dying process flushed late): its seconds stop at the resume's start, never
+    counted twice with the resume's."""
+    launch = RecordSpan(T, 100, T + 95.0, "console log", False)  # last write after the resume
+    resume = RecordSpan(T + 90.0, 200, T + 127.0, "exit record", False)
+    got = run_attempts(status(), rows_of((1, 22), (21, 30)), [launch, resume], now=T + 999)
+    first, second = got
+    assert (first.started_at, first.ended_at, first.seconds) == (T, T + 90, 90.0)
+    assert first.known_by == "launch record, the next attempt's start"
+    assert (second.started_at, second.seconds) == (T + 90, 36.0)
+    assert total_seconds(got) == 126.0
+
+
+def test_the_mean_epoch_time_is_over_the_rows_with_a_time_only():
+    """Issue 29 item 18: rows with no `time` (an older libreyolo, a row cut short) are not
+    0-second epochs: 3 rows of 3 s and 2 rows with none is a mean of 3 s, not 1.8 s; an
+    earlier attempt known by its epoch times counts the timed rows only."""
+    rows = Rows([1, 2, 3, 4, 5], [3.0, 3.0, 6.0, 6.0, 9.0], [1, 1, 2, 2, 3])
+    assert mean_epoch_seconds(rows) == 3.0
+    assert mean_epoch_seconds(Rows([1, 2], [0.0, 0.0], [0, 0])) is None  # no row timed
