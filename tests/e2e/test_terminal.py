@@ -32,10 +32,10 @@ def _need_tmux() -> None:
     pytest.skip("tmux is not installed")
 
 
-def _run_in_pty(argv, cwd: Path, env: dict, *, stdin_tty=True, stdout_tty=True):
-    """Run argv with a pty on the streams asked for (the others /dev/null); wait for its
-    exit. Returns (exit status, what it wrote, CPU seconds it used); kills it and fails
-    after EXIT_DEADLINE_S."""
+def _run_in_pty(argv, cwd: Path, env: dict, *, stdin_tty=True, stdout_tty=True, stderr=None):
+    """Run argv with a pty on the streams asked for (the others /dev/null; stderr a file
+    object when given); wait for its exit. Returns (exit status, what it wrote to the pty,
+    CPU seconds it used); kills it and fails after EXIT_DEADLINE_S."""
     master, slave = pty.openpty()
     os.set_blocking(master, False)
     proc = subprocess.Popen(
@@ -44,7 +44,7 @@ def _run_in_pty(argv, cwd: Path, env: dict, *, stdin_tty=True, stdout_tty=True):
         env=env,
         stdin=slave if stdin_tty else subprocess.DEVNULL,
         stdout=slave if stdout_tty else subprocess.DEVNULL,
-        stderr=slave,
+        stderr=slave if stderr is None else stderr,
         start_new_session=True,
     )
     os.close(slave)
@@ -132,6 +132,27 @@ def test_no_terminal_exits_at_once(tmp_path, stdin_tty, stdout_tty, missing) -> 
     assert "the app needs a terminal" in lines[0] and missing in lines[0]
     assert "`rgpu-tui snapshot`" in lines[0] and "`rgpu-tui watch`" in lines[0]
     assert "\x1b[?1049h" not in out
+    assert cpu < 10.0
+
+
+def test_no_terminal_on_stderr_alone_exits_at_once(tmp_path) -> None:
+    """Issue 29 item 19: stdin and stdout a terminal, stderr a file (`rgpu-tui 2>err.log`):
+    Textual draws on stderr, so the app cannot start either; the one line goes to that
+    file, the terminal gets nothing (no alternate screen), and it exits 2 at once."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    env = clean_env(tmp_path)
+    argv = [str(RGPU_TUI), str(root), "--fake-gpus", "1"]
+    with open(tmp_path / "err.log", "w+b") as err:
+        rc, out, cpu = _run_in_pty(argv, tmp_path, env, stderr=err)
+        err.seek(0)
+        said = err.read().decode()
+    assert rc == 2, (out, said)
+    lines = _refusal_lines(said)
+    assert len(lines) == 1, lines
+    assert "the app needs a terminal, and stderr is not one" in lines[0]
+    assert "`rgpu-tui snapshot`" in lines[0] and "`rgpu-tui watch`" in lines[0]
+    assert "\x1b[?1049h" not in out and not out.strip(), out
     assert cpu < 10.0
 
 
