@@ -17,6 +17,7 @@ from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.help import HELP, HelpScreen
 from rgpu_tui.tui.widgets.footer import KEY, fitting
+from rgpu_tui.tui.widgets.log_pane import compact
 from rgpu_tui.tui.widgets.metrics import TALL_ROWS
 from rgpu_tui.tui.widgets.run_header import top_row
 from rgpu_tui.tui.widgets.run_panes import LOG_MIN, shared_rows
@@ -215,16 +216,32 @@ async def test_the_log_says_it_follows_or_is_paused_with_the_lines_since(tmp_pat
 
 
 async def test_another_run_is_followed_from_its_end(tmp_path):
+    """A log paused (scrolled back) and then another run chosen: the other run's log is
+    followed from its end, not left where the first one was paused. Both logs are longer
+    than the pane, and the pause is seen before the switch (issue 29 item 20)."""
     root = build_screen_root(tmp_path)
+    append_log(root, [f"early line {i}" for i in range(60)])
+    for run in root.iterdir():  # whichever run `j` reaches has a log longer than the pane
+        if run.name != LIVE:
+            with open(run / "train.log", "a") as f:
+                f.writelines(f"{run.name} line {i}\n" for i in range(60))
     app = _screen_app(root)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.snapshot is not None and app.log_pane.lines)
+        pane = app.log_pane
+        await wait_for(pilot, lambda: app.snapshot is not None and len(pane.lines) > 60)
         await _focus_log(pilot, app)
         await pilot.press("pageup")
+        await wait_for(pilot, lambda: app.log_title.state == "paused")
+        assert not pane.is_vertical_scroll_end
         await pilot.press("tab")  # back to the runs list; another run
         await pilot.press("j", "enter")
         await wait_for(pilot, lambda: app.snapshot.selected.run_dir != str(root / LIVE))
         await wait_for(pilot, lambda: app.log_title.state == "following")
+        other = app.snapshot.selected.log
+        await wait_for(pilot, lambda: pane.lines and pane.lines[-1] == compact(other.lines[-1]))
+        assert pane.max_scroll_y > 0  # its log scrolls: following is not for free
+        await wait_for(pilot, lambda: pane.is_vertical_scroll_end)
+        assert app.log_title.state == "following" and pane.unseen == 0
 
 
 def test_cut_words_cuts_between_words():
