@@ -36,9 +36,16 @@ VALIDATION_PREFIXES = ("metrics/", "val/")
 def stride_for(rows: int, max_points: int = MAX_POINTS) -> int:
     """The smallest power of two that keeps at most `max_points` of `rows` (with the last)."""
     stride = 1
-    while (rows - 1) // stride + 1 + 1 > max_points and stride < rows:
+    while _kept(rows, stride) > max_points and stride < rows:
         stride *= 2
     return stride
+
+
+def _kept(rows: int, stride: int) -> int:
+    """len(sampled(rows, stride)): every stride-th row, and the last when it is not one."""
+    if rows <= 0:
+        return 0
+    return (rows - 1) // stride + 1 + (1 if (rows - 1) % stride else 0)
 
 
 def sampled(rows: int, stride: int) -> list[int]:

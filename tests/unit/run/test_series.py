@@ -102,6 +102,25 @@ def test_a_long_run_keeps_a_bounded_sample_with_its_last_epoch(tmp_path: Path) -
     assert sampled(n + 1, chart.stride)[:-1] == sampled(n, chart.stride)[:-1]
 
 
+def test_the_stride_is_the_smallest_power_of_two_that_fits() -> None:
+    """Issue 29 item 21: 512 rows fit 512 points at stride 1 (it was 2: half the points
+    thrown away); the next power of two only when the smaller one keeps too many, at
+    every boundary, with the last row always kept."""
+    assert stride_for(MAX_POINTS) == 1
+    assert len(sampled(MAX_POINTS, 1)) == MAX_POINTS
+    assert stride_for(MAX_POINTS + 1) == 2  # 513 at stride 1 is one too many
+    assert len(sampled(MAX_POINTS + 1, 2)) == 257
+    assert stride_for(2 * MAX_POINTS - 1) == 2  # 0, 2, ..., 1022: 512 rows, the last one of them
+    assert stride_for(2 * MAX_POINTS) == 4  # 0, 2, ..., 1022 and 1023: 513
+    for max_points in range(2, 12):
+        for rows in range(0, 200):
+            stride = stride_for(rows, max_points)
+            assert stride & (stride - 1) == 0, (rows, max_points, stride)
+            assert len(sampled(rows, stride)) <= max_points, (rows, max_points, stride)
+            if stride > 1:  # half of it would keep too many
+                assert len(sampled(rows, stride // 2)) > max_points, (rows, max_points, stride)
+
+
 def test_names_the_run_lacks_are_left_out(tmp_path: Path) -> None:
     run = tmp_path / "r"
     write_rows(run, [row(1, **{"train/loss": 1.0})])
