@@ -14,14 +14,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.cli_env import RGPU_TUI, clean_env
 from support.run_lists import agent_list, snapshot_doc, snapshot_list, watch_env, watch_list
-from support.waiting import wait_until
+from support.waiting import wait_until, wait_until_pilot
 
 from rgpu_tui.core.launch.launch import launch
 from rgpu_tui.core.launch.launch_spec import make_spec
@@ -149,8 +148,8 @@ async def test_a_torn_last_pt_resumes_from_the_newest_epoch_and_stays_one_run(
     assert len(snapshot_doc(project, env)["runs"]) == 1
     app = RgpuApp(root=str(project), interval=0.5, fake_gpus=1)
     async with app.run_test(size=(100, 30)) as pilot:
-        deadline = time.monotonic() + 30
-        while app.snapshot is None and time.monotonic() < deadline:
-            await pilot.pause(0.1)
+        await wait_until_pilot(
+            pilot, lambda: app.snapshot is not None, "the app's first snapshot", 30
+        )
         assert {(r.run_dir, r.name) for r in app.snapshot.runs} == want
         assert len(app.snapshot.runs[0].attempts) == 2

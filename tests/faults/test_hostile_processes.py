@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 from support.cli_env import RGPU_TUI, clean_env
+from support.waiting import wait_until
 
 
 def iso(t: float) -> str:
@@ -67,6 +69,36 @@ def started(proc: subprocess.Popen, procs: list) -> psutil.Process:
     return psutil.Process(proc.pid)
 
 
+def _proc_status(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+def signals_while_stopped(proc: psutil.Process, action) -> tuple:
+    """Run `action` with `proc` frozen (SIGSTOP): (what it returned, the signals `proc` got
+    meanwhile). kill(2) makes a signal pending before it returns, and a stopped process
+    cannot take it until it is continued, so once `action` returned, every signal it sent
+    is in the pending masks (SIGKILL, or a fatal signal with no handler, ends it at once:
+    reported as -1; SIGCONT wakes it: 0). No sleep: a condition read when the sender has
+    ended."""
+    os.kill(proc.pid, signal.SIGSTOP)
+    wait_until(lambda: _proc_status(proc.pid)["State"].startswith("T"), "the process stopped")
+    try:
+        result = action()
+    finally:
+        try:
+            status = _proc_status(proc.pid)
+        except FileNotFoundError:
+            status = None
+        if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+            os.kill(proc.pid, signal.SIGCONT)
+    if status is None or status["State"].startswith("Z"):
+        return result, {-1}
+    got = {0} if not status["State"].startswith("T") else set()
+    mask = int(status["SigPnd"], 16) | int(status["ShdPnd"], 16)
+    return result, got | {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
 def test_pid_1_with_a_later_started_at_is_not_the_run(tmp_path: Path) -> None:
     """pid 1 with started_at "now" read RUN forever. Now the run started more than 10 min
     after pid 1 did is not pid 1's (a started_at 11 min after pid 1's start stands for
@@ -100,11 +132,11 @@ def test_an_rgpu_tui_process_is_never_the_run_nor_signalled(tmp_path: Path, proc
     info = snapshot_run(tmp_path, run)
     assert info["state"] == "dead", info
     assert f"pid {watcher.pid} is rgpu-tui itself" in info["error"]
-    got = cli(tmp_path, "stop", str(run))
+    got, signalled = signals_while_stopped(watcher, lambda: cli(tmp_path, "stop", str(run)))
+    assert signalled == set()  # nothing was sent to it (read once stop had ended)
     assert got.returncode == 1, got
     assert f"pid {watcher.pid} is rgpu-tui itself" in got.stderr
     assert "nothing was signalled" in got.stderr
-    time.sleep(0.2)  # a signal, had one been sent, would have landed by now
     assert procs[0].poll() is None and watcher.is_running()
 
 
@@ -116,7 +148,8 @@ def test_a_process_started_long_before_the_run_is_not_the_run(tmp_path: Path, pr
     info = snapshot_run(tmp_path, run)
     assert info["state"] == "dead", info
     assert "more than 10 min before the run started" in info["error"]
-    got = cli(tmp_path, "stop", str(run))
+    got, signalled = signals_while_stopped(sleeper, lambda: cli(tmp_path, "stop", str(run)))
+    assert signalled == set()  # nothing was sent to it (read once stop had ended)
     assert got.returncode == 1 and "more than 10 min before the run started" in got.stderr
     assert procs[0].poll() is None
 

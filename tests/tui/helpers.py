@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from rich.text import Text
+from support.waiting import wait_until_pilot
 from textual.pilot import Pilot
 
 from rgpu_tui.core.base.config import Settings
@@ -29,12 +29,10 @@ def make_app(
     )
 
 
-async def wait_for(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout:.1f} s")
-        await pilot.pause(0.02)
+async def wait_for(
+    pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition"
+) -> None:
+    await wait_until_pilot(pilot, cond, what, timeout)
 
 
 def rendered(widget) -> str:

@@ -230,7 +230,8 @@ async def test_refresh_goes_on_while_a_dialog_is_open(runs_root):
         with open(live / "metrics.jsonl", "a") as f:
             f.write(json.dumps({"epoch": 31, "train/loss": 0.25}) + "\n")
         await wait_for(pilot, lambda: app.snapshot.runs[0].current_epoch == 31)
-        await pilot.pause(0.2)
+        seen = app.snapshot  # refreshes go on after it (a failed one keeps the old one)
+        await wait_for(pilot, lambda: app.snapshot is not seen, what="a refresh after epoch 31")
         assert app.refresh_error is None
         assert "epoch 31/100" in rendered(app.query_one(RunHeader))  # the pane behind the dialog
         await pilot.press("escape")
