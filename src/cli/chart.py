@@ -39,7 +39,9 @@ def _chart_parser() -> OneLineParser:
         action="append",
         default=[],
         metavar="NAME",
-        help="a metric to draw (repeat; default: the model family's panels)",
+        help="a metric to draw, as the views name it (mAP50-95) or its column "
+        "(metrics/mAP50-95); repeat for more; only those are drawn (default: the model "
+        "family's panels)",
     )
     p.add_argument(
         "--smooth",
@@ -71,25 +73,41 @@ def _compare_parser() -> OneLineParser:
 
 
 def _shown(args, settings, metrics=()):
-    """ShownRuns of the run directories, or None after a one-line error."""
+    """(ShownRuns of the run directories, the columns `metrics` name), or None after a
+    one-line error (an unknown metric name offers the nearest one)."""
     from ..core.picture.chart_layout import ShownRun, run_colours
-    from ..core.picture.charts import ChartRequest, charts_once, run_label
+    from ..core.picture.charts import (
+        MAX_METRICS,
+        ChartRequest,
+        charts_once,
+        metric_candidates,
+        resolve_metrics,
+        run_label,
+    )
 
     if len(args.run_dirs) > MAX_RUNS:
         print(f"rgpu-tui: at most {MAX_RUNS} runs at once", file=sys.stderr)
+        return None
+    if len(metrics) > MAX_METRICS:
+        print(f"rgpu-tui: at most {MAX_METRICS} metrics at once", file=sys.stderr)
         return None
     for d in args.run_dirs:
         if not os.path.isdir(d):
             print(f"rgpu-tui: {d}: not a run directory", file=sys.stderr)
             return None
-    request = ChartRequest(tuple(args.run_dirs), tuple(metrics), defaults=not metrics)
+    wanted = metric_candidates(metrics)
+    request = ChartRequest(tuple(args.run_dirs), wanted, defaults=not metrics)
     got = charts_once(args.run_dirs, request, settings, time.time())
+    names, problem = resolve_metrics(metrics, (c for _i, chart in got for c in chart.columns))
+    if problem:
+        print(f"rgpu-tui: {problem}", file=sys.stderr)
+        return None
     keys = [chart.run_dir for _info, chart in got]
     labels = [run_label(chart.run_dir) for _i, chart in got]
     if len(set(labels)) < len(labels):  # two runs of the same name: their paths
         labels = [chart.run_dir for _i, chart in got]
     colours = run_colours(keys, labels)
-    return [
+    runs = [
         ShownRun(
             key=chart.run_dir,
             label=label,
@@ -100,6 +118,7 @@ def _shown(args, settings, metrics=()):
         )
         for (info, chart), label in zip(got, labels, strict=True)
     ]
+    return runs, names
 
 
 def _colour() -> bool:
@@ -143,11 +162,12 @@ def cmd_chart(argv: list[str]) -> int:
         panel_metrics,
     )
 
-    runs = _shown(args, settings, args.metric)
-    if runs is None:
+    shown = _shown(args, settings, args.metric)
+    if shown is None:
         return 2
+    runs, names = shown
     options = ChartOptions(
-        smooth=args.smooth, y_mode=args.y, x_kind=args.x, picked=tuple(args.metric)
+        smooth=args.smooth, y_mode=args.y, x_kind=args.x, picked=names, only_picked=bool(names)
     )
     if args.json:
         import json
@@ -171,9 +191,10 @@ def cmd_compare(argv: list[str]) -> int:
         return 2
     from ..core.picture.compare import compare_json, compare_lines, compare_rows
 
-    runs = _shown(args, settings)
-    if runs is None:
+    shown = _shown(args, settings)
+    if shown is None:
         return 2
+    runs, _names = shown
     rows, differs = compare_rows(runs)
     if args.json:
         import json

@@ -49,6 +49,7 @@ class ChartOptions:
     x_kind: str = "epoch"
     cursor: int | None = None  # an epoch; None: no cursor
     picked: tuple[str, ...] = ()  # metrics picked with `/`, shown first
+    only_picked: bool = False  # the picked metrics and no others (`rgpu-tui chart --metric`)
     page: int = 0
 
 
@@ -140,8 +141,11 @@ def x_note(runs: Sequence[ShownRun], kind: str) -> str | None:
 
 
 def panel_metrics(runs: Sequence[ShownRun], options: ChartOptions) -> list[str]:
-    """The panels: the picked metrics, then each run's defaults (the first run's first)."""
+    """The panels: the picked metrics, then (unless only those) each run's defaults (the
+    first run's first)."""
     names = list(options.picked)
+    if options.only_picked:
+        return list(dict.fromkeys(names))
     for r in runs:
         have = [s.name for s in r.chart.series]
         names += have or list(default_panels(r.chart.family, r.chart.columns))

@@ -70,6 +70,54 @@ def default_panels(family: str | None, columns: Iterable[str]) -> tuple[str, ...
     return tuple(panels)
 
 
+SHOWN_PREFIX = "metrics/"  # every view shows metrics/mAP50-95 as mAP50-95
+NAMES_LISTED = 6  # columns named when an unknown name has no close one
+
+
+def shown_metric(name: str) -> str:
+    """A column's name as the views show it (`mAP50-95` for `metrics/mAP50-95`)."""
+    return name.removeprefix(SHOWN_PREFIX)
+
+
+def metric_candidates(asked: Iterable[str]) -> tuple[str, ...]:
+    """The columns the asked names may stand for: each name itself, and the column shown
+    under that name (`metrics/` + name), in the order asked."""
+    out: list[str] = []
+    for name in asked:
+        out += [name, SHOWN_PREFIX + name] if not name.startswith(SHOWN_PREFIX) else [name]
+    return tuple(dict.fromkeys(out))
+
+
+def resolve_metrics(asked: Sequence[str], columns: Iterable[str]) -> tuple[tuple[str, ...], str]:
+    """(the columns `asked` names, in order, each once; "" or why a name is none of them).
+    A name is a column's own or the name the views show; no column at all (no rows yet):
+    the names as asked. An unknown name's line offers the nearest shown name."""
+    import difflib
+
+    have = list(dict.fromkeys(columns))
+    if not have:
+        return tuple(dict.fromkeys(asked)), ""
+    known = set(have)
+    out: list[str] = []
+    for name in asked:
+        column = name if name in known else SHOWN_PREFIX + name
+        if column in known:
+            out.append(column)
+            continue
+        curves = [c for c in have if c not in NOT_CURVES] or have
+        shown = list(dict.fromkeys(shown_metric(c) for c in curves))
+        lower = {n.lower(): n for n in shown}
+        near = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.6)
+        if near:
+            hint = f"did you mean `{printable(lower[near[0]])}`?"
+        else:
+            listed = ", ".join(printable(n) for n in shown[:NAMES_LISTED])
+            more = ", …" if len(shown) > NAMES_LISTED else ""
+            hint = f"the metrics are {listed}{more}"
+        return (), f"no metric '{printable(name)}' in the runs' metrics: {hint}"
+    return tuple(dict.fromkeys(out)), ""
+
+
 @dataclass(frozen=True)
 class ChartRequest:
     """Which runs' charts a refresh builds, and which metrics: `metrics` first, then (with

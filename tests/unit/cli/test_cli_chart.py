@@ -174,3 +174,66 @@ def test_fifos_in_place_of_the_run_files_never_block(tmp_path):
     assert "not a regular file" in got["config_problem"]
     proc = rgpu(tmp_path, "chart", str(run), "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["runs"][0]["epochs"] == []
+
+
+def test_a_metric_by_the_name_the_views_show_draws_that_metric_only(tmp_path):
+    """Issue 29 item 13: `--metric mAP50-95` (as the header, the metrics pane and the
+    chart's titles name it) drew "not in this run", exited 0, and added an unrequested
+    train/box_loss panel. Now it draws metrics/mAP50-95 alone, in text and in --json."""
+    run = copy_fixture(tmp_path / "run")
+    proc = rgpu(tmp_path, "chart", str(run), "--metric", "mAP50-95", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["metrics"] == ["metrics/mAP50-95"]
+    [got] = doc["runs"]
+    assert list(got["metrics"]) == ["metrics/mAP50-95"]
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert got["metrics"]["metrics/mAP50-95"]["raw"] == [r["metrics/mAP50-95"] for r in rows]
+    args = ("--metric", "mAP50-95", "--metric", "train/loss", "--width", "100", "--height", "14")
+    proc = rgpu(tmp_path, "chart", str(run), *args)
+    assert proc.returncode == 0, proc.stderr
+    titles = [line.split()[0] for line in proc.stdout.splitlines()[2:3]]
+    assert titles == ["mAP50-95"], proc.stdout
+    assert "train/loss" in proc.stdout.splitlines()[2]  # side by side: both asked, no other
+    assert "not in this run" not in proc.stdout and "box_loss" not in proc.stdout
+    # beside a run that lacks it: its panel says so, and no panel of that run's own is added
+    other = copy_fixture(tmp_path / "other")
+    rows = [json.loads(line) for line in (other / "metrics.jsonl").read_text().splitlines()]
+    for r in rows:
+        del r["metrics/mAP50-95"]
+    (other / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = rgpu(tmp_path, "chart", str(run), str(other), "--metric", "mAP50-95", "--json")
+    doc = json.loads(proc.stdout)
+    assert doc["metrics"] == ["metrics/mAP50-95"]
+    assert [list(r["metrics"]) for r in doc["runs"]] == [["metrics/mAP50-95"], []]
+    proc = rgpu(tmp_path, "chart", str(run), str(other), "--metric", "mAP50-95")
+    assert proc.returncode == 0 and "box_loss" not in proc.stdout, proc.stdout
+    # alone, that run has no such metric: said, with the nearest it has
+    proc = rgpu(tmp_path, "chart", str(other), "--metric", "mAP50-95")
+    assert proc.returncode == 2 and "did you mean `mAP50-95(B)`?" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("map50-95", "did you mean `mAP50-95`?"),
+        ("box_loss", "did you mean `train/box_loss`?"),
+        ("zzzz", "the metrics are train/loss, "),
+    ],
+)
+def test_an_unknown_metric_is_one_line_offering_the_nearest(tmp_path, name, said):
+    run = copy_fixture(tmp_path / "run")
+    for extra in ((), ("--json",)):
+        proc = rgpu(tmp_path, "chart", str(run), "--metric", name, *extra)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        assert f"no metric '{name}' in the runs' metrics: {said}" in proc.stderr
+
+
+def test_a_metric_asked_of_a_run_with_no_rows_yet_is_not_refused(tmp_path):
+    """Nothing to check a name against (a run that just started): drawn as asked."""
+    run = tmp_path / "fresh"
+    run.mkdir()
+    proc = rgpu(tmp_path, "chart", str(run), "--metric", "metrics/mAP50-95", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["metrics"] == ["metrics/mAP50-95"]

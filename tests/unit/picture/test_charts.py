@@ -312,3 +312,21 @@ def test_a_resume_that_went_on_at_the_next_epoch_is_marked_from_the_attempts(tmp
     attempts = (Attempt(1.0, 2.0, 2, True, 60.0, "t"), Attempt(3.0, 4.0, 3, True, 90.0, "t"))
     info = RunInfo(run_dir=str(run), name="exp", state="completed", attempts=attempts)
     assert run_chart(reader, str(run), request, "yolo9", info).resumes == (3,)
+
+
+def test_resolve_metrics_takes_the_shown_name_and_offers_the_nearest():
+    """Issue 29 item 13: the names `rgpu-tui chart --metric` takes."""
+    from rgpu_tui.core.picture.charts import metric_candidates, resolve_metrics
+
+    cols = ["time", "train/loss", "metrics/mAP50-95", "metrics/mAP50", "mAP50-95"]
+    assert resolve_metrics(["mAP50", "train/loss", "metrics/mAP50"], cols) == (
+        ("metrics/mAP50", "train/loss"),
+        "",
+    )
+    assert resolve_metrics(["mAP50-95"], cols) == (("mAP50-95",), "")  # a column's own first
+    names, why = resolve_metrics(["MAP50", "x"], cols[:4])
+    assert names == () and why == "no metric 'MAP50' in the runs' metrics: did you mean `mAP50`?"
+    _names, why = resolve_metrics(["\x1b[2Jzz"], cols[:2])
+    assert why == "no metric '^[[2Jzz' in the runs' metrics: the metrics are train/loss"
+    assert resolve_metrics(["anything"], []) == (("anything",), "")  # no rows yet
+    assert metric_candidates(["mAP50", "metrics/AR1"]) == ("mAP50", "metrics/mAP50", "metrics/AR1")
