@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from .agent import cmd_agent
-from .app import cmd_app
+from .app import cmd_app, cmd_help
 from .chart import cmd_chart, cmd_compare
 from .demo import cmd_demo
 from .exporter import cmd_exporter
@@ -44,7 +44,7 @@ COMMANDS = {
     "fleet": (cmd_fleet, "every machine of [[hosts]] over SSH: a live table, a host's full view"),
     "agent": (cmd_agent, "the remote end of `fleet`: JSON lines on stdout, commands on stdin"),
     "exporter": (cmd_exporter, "runs, GPUs and money at /metrics for Prometheus (read-only)"),
-    "help": (lambda _argv: cmd_app(["--help"]), "this help (also -h, --help)"),
+    "help": (cmd_help, "this help (also -h, --help); `help COMMAND`: one command's own"),
 }
 
 

@@ -155,6 +155,31 @@ def _isatty(stream) -> bool:
 # -- --help and --version ------------------------------------------------------------
 
 
+def cmd_help(argv: list[str]) -> int:
+    """`rgpu-tui help [COMMAND]`: the general help, or that command's own (as `rgpu-tui
+    COMMAND --help`); an unknown name is one line with the nearest command, exit 2."""
+    from . import COMMANDS
+
+    if not argv or argv[0] in ("help", "-h", "--help"):
+        return cmd_app(["--help"])
+    name = argv[0]
+    if len(argv) > 1 or name not in COMMANDS:
+        near = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+        guess = near[0] if near else OTHER_NAMES.get(name.lower())
+        shown = printable(" ".join(argv))
+        hint = f"did you mean `rgpu-tui help {guess}`? " if guess else ""
+        print(
+            f"rgpu-tui help: no command {shown!r}: {hint}commands: {', '.join(COMMANDS)}",
+            file=sys.stderr,
+        )
+        return 2
+    command, _summary = COMMANDS[name]
+    try:
+        return command(["--help"])
+    except SystemExit as exc:  # argparse's --help: printed, exit 0
+        return exc.code if isinstance(exc.code, int) else 0
+
+
 class _LinesKept(argparse.HelpFormatter):
     """argparse's help, except that a text with line breaks (the command table) is kept as
     written instead of being wrapped into one paragraph."""

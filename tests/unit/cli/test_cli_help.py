@@ -82,3 +82,30 @@ def test_each_command_in_the_table_dispatches_to_its_own_parser(name: str, capsy
         cli.main([name, "--help"])
     assert exc.value.code == 0
     assert capsys.readouterr().out.startswith(f"usage: rgpu-tui {name} ")
+
+
+@pytest.mark.parametrize("name", [n for n in cli.COMMANDS if n != "help"])
+def test_help_command_prints_that_commands_help(name: str, capsys) -> None:
+    """Issue 29 item 12: `rgpu-tui help push` printed the general help."""
+    with pytest.raises(SystemExit):
+        cli.main([name, "--help"])
+    own = capsys.readouterr().out
+    assert cli.main(["help", name]) == 0
+    assert capsys.readouterr().out == own
+
+
+@pytest.mark.parametrize(
+    ("argv", "hint"),
+    [
+        (["pussh"], "did you mean `rgpu-tui help push`? "),
+        (["train"], "did you mean `rgpu-tui help launch`? "),
+        (["zzz"], ""),
+        (["push", "extra"], "did you mean `rgpu-tui help push`? "),
+    ],
+)
+def test_help_of_an_unknown_command_is_one_line_with_the_nearest(argv, hint) -> None:
+    proc = rgpu("help", *argv)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"rgpu-tui help: no command {' '.join(argv)!r}: {hint}")
+    assert "commands: snapshot, cost, chart" in proc.stderr
