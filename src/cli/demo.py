@@ -32,6 +32,12 @@ def cmd_demo(argv: list[str]) -> int:
     )
     p.add_argument("--no-doctor", action="store_true", help="skip `libreyolo doctor`")
     p.add_argument("--no-app", action="store_true", help="launch and print; do not open the app")
+    p.add_argument(
+        "--clear",
+        action="store_true",
+        help="remove the demo runs of the work directory (not while one trains), say what "
+        "it freed, and exit: each run keeps a few hundred MB of checkpoints",
+    )
     add_gpu_source_flags(p)
     add_settings_flags(p)
     args = p.parse_args(argv)
@@ -39,6 +45,15 @@ def cmd_demo(argv: list[str]) -> int:
     if got is None:
         return 2
     settings, choice = got
+    if args.clear:
+        from ..core.launch import demo as steps
+
+        try:
+            steps.clear_demo(args.dir, say=_say)
+        except steps.DemoFailed as exc:
+            print(f"rgpu-tui: {exc.message}", file=sys.stderr)
+            return 1
+        return 0
     if not args.no_app:  # before anything starts: no training the app could not show
         from .app import no_terminal
 

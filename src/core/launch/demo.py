@@ -22,8 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..base.formatting import fmt_bytes
 from ..records.launch_records import LaunchRecord
 from ..records.launch_runs import launch_alive
+from .demo_runs import DemoRuns, clear_demo_runs, demo_runs
 from .doctor import run_doctor
 from .launch import launch
 from .launch_spec import LaunchError, libreyolo_executable, libreyolo_missing, make_spec
@@ -92,6 +94,46 @@ def demo_dataset(work_dir: str) -> str:
     return data_yaml
 
 
+CLEAR_HINT = "`rgpu-tui demo --clear` removes the demo runs once none is training"
+
+
+def demo_data_yaml(work_dir: str) -> str:
+    return os.path.join(os.path.abspath(work_dir), "dataset", "data.yaml")
+
+
+def runs_of(work_dir: str) -> DemoRuns:
+    """The demo runs of this work directory, measured (core.launch.demo_runs)."""
+    return demo_runs(work_dir, demo_data_yaml(work_dir), DEMO_NAME)
+
+
+def runs_line(runs: DemoRuns, what: str = "demo runs") -> str | None:
+    """'3 demo runs in DIR: 1.0 GB on disk (`rgpu-tui demo --clear` removes ...)'."""
+    n = len(runs.run_dirs)
+    if not n:
+        return None
+    noun = what if n > 1 else what.replace("runs", "run")
+    return f"{n} {noun} in {runs.runs_root}: {fmt_bytes(runs.bytes)} on disk ({CLEAR_HINT})"
+
+
+def clear_demo(work_dir: str | None, *, say: Say) -> None:
+    """`rgpu-tui demo --clear`: remove this work directory's demo runs (never while one
+    trains: DemoFailed naming it), and say what it freed."""
+    work_dir = os.path.abspath(work_dir) if work_dir else default_demo_dir()
+    runs = runs_of(work_dir)
+    if runs.training:
+        pid, where = runs.training[0]
+        how = f"rgpu-tui stop {where}" if os.path.isdir(where) else f"kill -INT {pid}"
+        raise DemoFailed(
+            f"a demo run is still training (pid {pid}): stop it first ({how}); nothing removed"
+        )
+    if not runs.run_dirs:
+        say(f"no demo runs in {runs.runs_root}: nothing to remove")
+        return
+    freed = clear_demo_runs(runs)
+    n = len(runs.run_dirs)
+    say(f"removed {n} demo run{'s' if n > 1 else ''} from {runs.runs_root}: {fmt_bytes(freed)}")
+
+
 def start_demo(work_dir: str, epochs: int = 40, env=None, settings=None) -> Demo:
     """Make the dataset and launch the demo run under work_dir/runs (returns at once)."""
     work_dir = os.path.abspath(work_dir)
@@ -140,6 +182,9 @@ def launch_demo(work_dir: str | None, *, epochs: int, settings, doctor: bool, sa
         raise DemoFailed(problem)
     work_dir = os.path.abspath(work_dir) if work_dir else default_demo_dir()
     say(f"demo directory: {work_dir}")
+    earlier = runs_line(runs_of(work_dir), "earlier demo runs")
+    if earlier:
+        say(earlier)
     try:
         data_yaml = demo_dataset(work_dir)
     except OSError as exc:
@@ -174,6 +219,9 @@ def wait_without_app(demo: Demo, *, say: Say, seconds: float = NO_APP_WAIT_S) ->
         raise DemoFailed(first, rest)
     say(f"run directory: {state.run_dir or 'not yet known (still starting)'}")
     say(f"watch it: rgpu-tui {demo.runs_root}")
+    used = runs_line(runs_of(demo.work_dir))
+    if used:
+        say(used)
 
 
 def app_fake_gpus(choice, *, say: Say) -> int | None:
@@ -199,13 +247,17 @@ def nvml_available() -> bool:
 
 
 def after_app_lines(demo: Demo) -> list[str]:
-    """What to say when the app closes: the run goes on, and how to stop it."""
+    """What to say when the app closes: the run goes on, and how to stop it; what the demo
+    runs use on disk now, and how to clear them."""
     record = demo.record
+    used = runs_line(runs_of(demo.work_dir))
+    out = [used] if used else []
     if not launch_alive(record):
-        return []
+        return out
     state = wait_for_run_dir(record, 0)
     how = f"rgpu-tui stop {state.run_dir}" if state.run_dir else f"kill -INT {record.pid}"
     return [
         f"the demo run goes on in the background (pid {record.pid}); stop it with:",
         f"  {how}",
+        *out,
     ]
