@@ -38,6 +38,7 @@ X_KINDS = ("epoch", "time", "cost")
 Y_MODES = ("linear", "robust", "log")
 Y_NAMES = {"linear": "linear", "robust": "no outliers", "log": "log"}
 PANEL_MIN_H = 8  # title, 5 plot rows, the axis and its labels
+PANEL_FIRST_H = 6  # title, 3 plot rows, the axis, its labels: two such fit a short page
 PANEL_MIN_W = 40
 MARKS_LEGEND = "✦ best on Hub  ✧ best not pushed  ↻ resume  ✗ diverged  ╵ epoch_N.pt"
 
@@ -148,14 +149,16 @@ def panel_metrics(runs: Sequence[ShownRun], options: ChartOptions) -> list[str]:
         return list(dict.fromkeys(names))
     for r in runs:
         have = [s.name for s in r.chart.series]
-        names += have or list(default_panels(r.chart.family, r.chart.columns))
+        names += have or list(
+            default_panels(r.chart.family, r.chart.columns, r.chart.best_metric_name)
+        )
     return list(dict.fromkeys(names))
 
 
 def grid(width: int, height: int) -> tuple[int, int]:
     """(columns, rows) of panels that fit."""
     cols = max(1, min(3, width // PANEL_MIN_W))
-    rows = max(1, height // PANEL_MIN_H)
+    rows = max(1, height // PANEL_MIN_H, min(2, height // PANEL_FIRST_H))  # train/loss, headline
     return cols, rows
 
 

@@ -52,22 +52,30 @@ DEFAULT_PANELS = {
 NOT_CURVES = frozenset({"epoch", "time", "best_epoch", "metrics/max_det", "speed/images_seen"})
 
 
-def default_panels(family: str | None, columns: Iterable[str]) -> tuple[str, ...]:
-    """The family's panels that the run has; for another family (or none of those
-    columns): its losses (train/*_loss, else train/loss), the four metrics, lr/group0."""
+HEADLINE = "metrics/mAP50-95"  # the headline metric when the run names none
+FIRST_PANELS = ("train/loss",)  # then the headline: the first page holds both
+
+
+def default_panels(
+    family: str | None, columns: Iterable[str], headline: str | None = None
+) -> tuple[str, ...]:
+    """train/loss and the headline metric (the run's best_metric_name, else mAP50-95)
+    first, when the run has them; then the family's panels that the run has; for another
+    family (or none of those columns): its losses (train/*_loss, else train/loss), the
+    four metrics, lr/group0."""
     have = list(columns)
     known = set(have)
+    first = [n for n in (*FIRST_PANELS, headline or HEADLINE) if n in known]
     panels = [n for n in DEFAULT_PANELS.get((family or "").lower(), ()) if n in known]
-    if panels:
-        return tuple(panels)
-    losses = [n for n in have if n.startswith("train/") and n.endswith("_loss")]
-    if not losses and "train/loss" in known:
-        losses = ["train/loss"]
-    rest = [n for n in (*METRIC_PANELS, "lr/group0") if n in known]
-    panels = losses + rest
     if not panels:
+        losses = [n for n in have if n.startswith("train/") and n.endswith("_loss")]
+        if not losses and "train/loss" in known:
+            losses = ["train/loss"]
+        rest = [n for n in (*METRIC_PANELS, "lr/group0") if n in known]
+        panels = losses + rest
+    if not panels and not first:
         panels = [n for n in have if n not in NOT_CURVES][:8]
-    return tuple(panels)
+    return tuple(dict.fromkeys([*first, *panels]))
 
 
 SHOWN_PREFIX = "metrics/"  # every view shows metrics/mAP50-95 as mAP50-95
@@ -249,10 +257,6 @@ def run_chart(reader, run_dir: str, request: ChartRequest, family: str | None, i
     """The honest series of the request's metrics and (with its defaults, or when it
     names none) the family's default panels, and the best epoch (status.json's, else the
     rows')."""
-    names = request.metrics
-    if request.defaults or not names:
-        names = (*names, *default_panels(family, reader.numeric_columns()))
-    chart = honest_chart(reader, run_dir, names)
     best_epoch = info.best_epoch if info is not None else None
     best = info.best_metric if info is not None else None
     best_name = info.best_metric_name if info is not None else None
@@ -260,6 +264,10 @@ def run_chart(reader, run_dir: str, request: ChartRequest, family: str | None, i
         last = reader.checkpoint_rows.last_best
         if last is not None:
             best_epoch, best_name, best = last
+    names = request.metrics
+    if request.defaults or not names:
+        names = (*names, *default_panels(family, reader.numeric_columns(), best_name))
+    chart = honest_chart(reader, run_dir, names)
     starts = attempt_starts(reader.row_epochs, info.attempts) if info is not None else ()
     return replace(
         chart,

@@ -87,7 +87,7 @@ def test_no_request_builds_nothing_and_a_request_builds_once(tmp_path: Path) -> 
     first = c.refresh(time.time(), charts=request).charts[0]
     again = c.refresh(time.time(), charts=request).charts[0]
     assert again is first  # unchanged inputs: the same object, so the view draws nothing
-    assert [s.name for s in first.series] == list(DEFAULT_YOLO9)
+    assert [s.name for s in first.series] == ["train/loss", *FIRST_YOLO9]
     with (run / "metrics.jsonl").open("a") as f:
         f.write(json.dumps({"epoch": 6, "time": 30.0, "train/box_loss": 0.5}) + "\n")
     newer = c.refresh(time.time(), charts=request).charts[0]
@@ -106,10 +106,17 @@ DEFAULT_YOLO9 = (
 )
 
 
+# the headline metric first (issue 29 item 12: it was on page 2), then the family's order
+FIRST_YOLO9 = ("metrics/mAP50-95", *(n for n in DEFAULT_YOLO9 if n != "metrics/mAP50-95"))
+
+
 def test_default_panels_by_family() -> None:
     cols = [*DEFAULT_YOLO9, "train/loss", "train/iou_loss", "train/obj_loss", "train/l1_loss"]
-    assert default_panels("yolo9", cols) == DEFAULT_YOLO9
-    assert default_panels("yolox", cols)[:4] == (
+    assert default_panels("yolo9", DEFAULT_YOLO9) == FIRST_YOLO9
+    assert default_panels("yolo9", cols) == ("train/loss", *FIRST_YOLO9)
+    assert default_panels("yolox", cols)[:6] == (
+        "train/loss",
+        "metrics/mAP50-95",
         "train/iou_loss",
         "train/obj_loss",
         "train/cls_loss",
@@ -120,6 +127,12 @@ def test_default_panels_by_family() -> None:
         "train/giou_loss",
         "metrics/mAP50",
         "lr/group0",
+    )
+    # the run's own headline (a lower-is-better task names another) comes second
+    assert default_panels("yolo9", cols, "metrics/mAP50")[:3] == (
+        "train/loss",
+        "metrics/mAP50",
+        "train/box_loss",
     )
 
 
