@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from ..base.values import int_or_none as _int
+from ..base.values import parse_time
 from ..model.snapshot import Snapshot
 from ..picture.watch import RunsWatcher
 from ..records.push_records import last_push, read_pushes
@@ -33,11 +33,8 @@ class AutoPushState:
 
 
 def _record_time(record: dict | None) -> float:
-    text = str((record or {}).get("time") or "")
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return float("inf")  # unknown: do not push because of it
+    at = parse_time((record or {}).get("time"))  # ISO text within TIMES, as every record's
+    return float("inf") if at is None else at  # unknown: do not push because of it
 
 
 def _best_epoch(row: dict | None) -> int | None:

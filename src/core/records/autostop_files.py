@@ -112,7 +112,8 @@ def process_alive(pid, started) -> bool:
     pid)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
-    if not isinstance(started, (int, float)) or isinstance(started, bool):
+    started = checked(started, TIMES)[0]  # a 400-digit start would overflow the subtraction
+    if started is None:
         return False
     try:
         proc = psutil.Process(pid)
