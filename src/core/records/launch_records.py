@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 
-from ..base.values import TIMES, checked
+from ..base.values import TIMES, checked, value_text
 from ..run.run_process import CREATE_TIME_SLACK_S  # noqa: F401  (launch records' start times)
 from .records import read_json_lines
 
 RGPU_DIR = ".rgpu"
 LAUNCHES_NAME = "launches.jsonl"
 MAX_RECORDS_BYTES = 8 * 1024 * 1024
+TEXT_MAX = 4096  # characters of a record's field that is not text where text belongs
 
 
 @dataclass(frozen=True)
@@ -138,12 +139,12 @@ def _record_from(obj: dict) -> LaunchRecord | None:
             time=time,
             pid=pid,
             create_time=record_time(obj.get("create_time")),
-            argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
-            command=str(obj.get("command") or ""),
-            cwd=str(obj.get("cwd") or ""),
-            project=str(obj["project"]),
-            name=str(obj.get("name") or ""),
-            console_log=str(obj["console_log"]),
+            argv=_strings(argv),
+            command=_text(obj.get("command") or ""),
+            cwd=_text(obj.get("cwd") or ""),
+            project=_text(obj["project"]),
+            name=_text(obj.get("name") or ""),
+            console_log=_text(obj["console_log"]),
             hf_token_set=bool(obj.get("hf_token_set")),
             hf_home=obj.get("hf_home") if isinstance(obj.get("hf_home"), str) else None,
             run_dir=obj.get("run_dir") if isinstance(obj.get("run_dir"), str) else None,
@@ -156,5 +157,10 @@ def _record_from(obj: dict) -> LaunchRecord | None:
         return None
 
 
+def _text(value) -> str:
+    """A record's text field: any other value as bounded text (core.base.values.value_text)."""
+    return value if isinstance(value, str) else value_text(value, TEXT_MAX)
+
+
 def _strings(value) -> tuple[str, ...]:
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+    return tuple(_text(v) for v in value) if isinstance(value, list) else ()

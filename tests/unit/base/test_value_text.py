@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 
 import yaml
 
@@ -49,3 +50,18 @@ def test_a_long_yaml_integer_makes_the_file_unreadable(tmp_path):
     )
     (tmp_path / "train_config.yaml").write_text("epochs: 30\nlr: 1:30\n")
     assert read_config(str(tmp_path)) == ((("epochs", "30"), ("lr", "90")), None)
+
+
+def test_a_launch_records_fields_that_are_not_text_are_bounded_text(tmp_path):
+    from rgpu_tui.core.records.launch_records import TEXT_MAX, launches_path, read_launches
+
+    path = launches_path(str(tmp_path))
+    os.makedirs(os.path.dirname(path))
+    record = {"kind": "launch", "id": "x", "time": 1.7e9, "pid": 5, "project": str(tmp_path),
+              "console_log": "c.log", "argv": ["libreyolo", [1] * 100_000],
+              "command": {"a": ["b"] * 100_000}}  # fmt: skip
+    with open(path, "w") as f:
+        f.write(json.dumps(record) + "\n")
+    [got] = read_launches(str(tmp_path))
+    assert got.argv[0] == "libreyolo" and got.argv[1].startswith("[1, 1, ")
+    assert len(got.argv[1]) == TEXT_MAX and len(got.command) == TEXT_MAX
