@@ -14,6 +14,11 @@ which field was odd. The ranges live here, in one place:
 `parse_json` is json.loads that only raises ValueError: a document nested deeper than
 JSON_DEPTH (which would otherwise raise RecursionError here or in whatever walks it
 later) is "not JSON" like any other garbage.
+
+`value_text` is the one way a parsed value (YAML or JSON: mappings, lists, scalars) becomes
+text: compact JSON-like text cut to a length, its work bounded by that length while it
+walks. A parsed YAML document shares objects (a 352-byte file whose aliases nest nine deep
+is 9^9 items), so nothing may turn a whole value into text first and cut it after.
 """
 
 from __future__ import annotations
@@ -113,14 +118,118 @@ def checked_time(value) -> tuple[float | None, bool]:
 
 def shown(value, limit: int = 24) -> str:
     """A short text of an odd value for a problem line (a 400-digit number is cut)."""
-    text = value if isinstance(value, str) else _number_text(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = _number_text(value)
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+    return value_text(value, limit)
 
 
 def _number_text(value) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**20:
-        return f"{'-' if value < 0 else ''}{len(str(abs(value)))}-digit number"
+        return f"{'-' if value < 0 else ''}{_digits(abs(value))}-digit number"
     return repr(value)
+
+
+def _digits(value: int) -> int:
+    """How many digits a non-negative int has, without writing it out past a few thousand
+    (str() of a 1 MB hexadecimal YAML integer raises, and costs quadratic time)."""
+    bits = value.bit_length()
+    if bits <= INT_TEXT_BITS:
+        return len(str(value))
+    return int(bits * math.log10(2)) + 1  # may be one short of the exact count
+
+
+INT_TEXT_BITS = 13_000  # about 3,900 digits: Python refuses to write more than 4,300
+CUT = "…"
+
+
+def value_text(value, limit: int) -> str:
+    """Compact text of a parsed value, at most `limit` characters (cut with "…"):
+    `null`, `true`, numbers, a string as itself at the top and quoted inside a list or
+    mapping (`[0.5, 1.5]`, `{"a": 1}`), a sequence as a list, anything else by its str().
+    It stops walking once `limit` characters are written: the work is bounded by `limit`
+    whatever the value (shared or cyclic YAML aliases, a 1 MB integer)."""
+    if isinstance(value, str):
+        return _cut(value, limit)
+    parts: list[str] = []
+    size = 0
+    # a stack of pending texts and iterators (a container's items still to write)
+    stack: list = [value]
+    while stack and size <= limit:
+        item = stack.pop()
+        if isinstance(item, _Text):
+            text = item.text
+        elif isinstance(item, _Items):
+            got = next(item.items, _DONE)
+            if got is _DONE:
+                text = item.close
+            else:
+                stack.append(_Items(item.items, item.close, item.mapping, True))
+                key, child = got if item.mapping else (None, got)
+                # a string inside a list or mapping is quoted
+                stack.append(_Text(_quoted(child, limit)) if isinstance(child, str) else child)
+                if item.mapping:
+                    stack.append(_Text(_quoted(key, limit) + ": "))
+                if item.started:
+                    stack.append(_Text(", "))
+                continue
+        else:
+            text = _scalar_or_open(item, stack, limit)
+            if text is None:
+                continue
+        parts.append(text)
+        size += len(text)
+    return _cut("".join(parts), limit)
+
+
+class _Text(NamedTuple):
+    text: str
+
+
+class _Items(NamedTuple):
+    items: object  # an iterator
+    close: str
+    mapping: bool
+    started: bool = False
+
+
+_DONE = object()
+
+
+def _scalar_or_open(item, stack: list, limit: int) -> str | None:
+    """The text of a scalar; for a container, its opening bracket (its items are pushed)."""
+    if item is None:
+        return "null"
+    if isinstance(item, bool):
+        return "true" if item else "false"
+    if isinstance(item, int):
+        return str(item) if item.bit_length() <= INT_TEXT_BITS else _number_text(item)
+    if isinstance(item, float):
+        return repr(item)
+    if isinstance(item, dict):
+        stack.append(_Items(iter(item.items()), "}", True))
+        return "{"
+    if isinstance(item, (list, tuple, set, frozenset)):
+        stack.append(_Items(iter(item), "]", False))
+        return "["
+    if isinstance(item, (bytes, bytearray)):
+        return repr(bytes(item[: limit + 1]))
+    try:
+        return _cut(str(item), limit + 1)  # a date or time from YAML: short
+    except Exception:  # a str() that fails: the type says enough
+        return type(item).__name__
+
+
+def _quoted(value, limit: int) -> str:
+    """A mapping key or a string inside a container, as JSON text (cut first when long)."""
+    text = value if isinstance(value, str) else value_text(value, limit)
+    if len(text) > limit:
+        text = text[: limit + 1]
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + CUT
 
 
 def parse_json(raw: bytes | str):

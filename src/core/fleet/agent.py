@@ -66,6 +66,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..base import headless
+from ..base.values import value_text
 from ..model.snapshot import SCHEMA_VERSION
 from ..picture.snapshot_json import snapshot_to_json
 from .delta import diff
@@ -280,7 +281,7 @@ class Agent:
                 else None
             )
             if handler is None:
-                shown = json.dumps(name)[:40]
+                shown = json.dumps(value_text(name, 40))
                 raise CommandError(f"unknown command {shown} (one of {', '.join(COMMANDS)})")
             handler(ident, cmd)
         except CommandError as exc:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from ..base.hosts import HostSpec, ssh_argv
 from ..base.text import printable
-from ..base.values import parse_json
+from ..base.values import parse_json, value_text
 from ..model.snapshot import SCHEMA_VERSION
 from .delta import DeltaError, apply
 
@@ -388,7 +388,7 @@ class HostLink:
                     pass
         elif "notice" in obj:
             with self._lock:
-                self._stderr.append(scrub(str(obj["notice"])))
+                self._stderr.append(scrub(value_text(obj["notice"], STDERR_LINE_BYTES)))
         # other lines: from a newer agent of the same schema; skipped
 
     def _apply(self, obj: dict, got: list, size: int = 0) -> None:

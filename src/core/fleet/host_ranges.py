@@ -14,6 +14,14 @@ which, instead of showing them:
 
 An element of a series out of range is a gap (None); a GPU (or a MIG device, or a GPU
 process) whose index (pid) is out of range is left out, and said.
+
+A run's chart (Snapshot.charts) is checked as a whole, since its parts only mean something
+together (`whole_chart`): its epochs increasing and in range, every series and the times
+as long as the epochs, stride and rows that could have been, every mark an epoch, every
+number in its range, each list and text within what a local chart holds. A chart that
+fails is kept as its run with nothing to draw and the reason as its problem ("the host
+sent a chart that does not hold together: series train/loss has 6 values for 5 epochs"),
+so one bad host never takes down the view of the others; at most MAX_RUNS charts are kept.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from ..base.values import (
 )
 from ..model.snapshot import (
     AutostopPlan,
+    ChartSeries,
     Checkpoint,
     CostView,
     DiskInfo,
@@ -46,10 +55,14 @@ from ..model.snapshot import (
     MetricsView,
     MigInstance,
     PushInfo,
+    RunChart,
     RunInfo,
     Snapshot,
     SystemView,
 )
+from ..picture.charts import MAX_NAME, MAX_RUNS
+from ..run.series import MAX_MARKS, MAX_POINTS
+from ..run.train_config import KEY_MAX, MAX_KEYS, VALUE_MAX
 
 PROGRESS = Range(0.0, 1.0)  # a fraction, as core.picture.watch computes it
 PERCENT = Range(0.0, 100.0)
@@ -116,6 +129,8 @@ def in_ranges(snap: Snapshot) -> Snapshot:
         runs.append(checked)
     odd = []
     changes: dict = {"runs": tuple(runs)}
+    if snap.charts:
+        changes["charts"] = tuple(whole_chart(c) for c in snap.charts[:MAX_RUNS])
     for name in ("gpus", "system", "cost", "autostop", "selected"):
         value = getattr(snap, name)
         if value is not None:
@@ -189,3 +204,102 @@ def _out(x, rng: Range) -> bool:
 
 def _optional(f: dataclasses.Field) -> bool:
     return "None" in str(f.type)
+
+
+# what a chart from a host may hold: what a local one can (core.run.series, core.picture.charts)
+CHART_SERIES_MAX = 64  # the requested metrics (16) and a family's default panels
+CHART_COLUMNS_MAX = 2_000  # numeric columns the picker lists
+CHART_SAVED_MAX = 1_000  # epoch_N.pt files
+CHART_TEXT_MAX = 1_000  # a problem line, a model family
+NOT_WHOLE = "the host sent a chart that does not hold together: "
+
+
+def whole_chart(chart: RunChart) -> RunChart:
+    """`chart` when its parts agree and each is in range (see the module doc); otherwise
+    its run with nothing to draw, the reason its problem."""
+    why = _chart_fault(chart)
+    if why is None:
+        return chart
+    return RunChart(run_dir=chart.run_dir, problem=NOT_WHOLE + why)
+
+
+def _chart_fault(c: RunChart) -> str | None:
+    n = len(c.epochs)
+    if n > MAX_POINTS:
+        return f"{n} epochs (at most {MAX_POINTS})"
+    bad = _first_out(c.epochs, EPOCHS, integer=True)
+    if bad is not None:
+        return f"epoch out of range ({shown(bad)})"
+    if any(b <= a for a, b in zip(c.epochs, c.epochs[1:], strict=False)):
+        return "its epochs do not increase"
+    if c.spent_seconds and len(c.spent_seconds) != n:
+        return f"{len(c.spent_seconds)} times for {n} epochs"
+    bad = _first_out(c.spent_seconds, DURATIONS)
+    if bad is not None:
+        return f"time out of range ({shown(bad)})"
+    if len(c.series) > CHART_SERIES_MAX:
+        return f"{len(c.series)} series (at most {CHART_SERIES_MAX})"
+    for s in c.series:
+        fault = _series_fault(s, n)
+        if fault is not None:
+            return fault
+    for name, items, most in (
+        ("columns", c.columns, CHART_COLUMNS_MAX),
+        ("resume points", c.resumes, MAX_MARKS),
+        ("diverged epochs", c.diverged, MAX_MARKS),
+        ("saved epochs", c.saved, CHART_SAVED_MAX),
+        ("config keys", c.config, MAX_KEYS),
+    ):
+        if len(items) > most:
+            return f"{len(items)} {name} (at most {most})"
+    if any(not 0 < len(name) <= MAX_NAME for name in c.columns):
+        return "a column name empty or too long"
+    for name, marks in (("resume point", c.resumes), ("diverged epoch", c.diverged)):
+        bad = _first_out(marks, EPOCHS, integer=True)
+        if bad is not None:
+            return f"{name} out of range ({shown(bad)})"
+    bad = _first_out(c.saved, EPOCHS, integer=True)
+    if bad is not None:
+        return f"saved epoch out of range ({shown(bad)})"
+    if c.best_epoch is not None and _out_int(c.best_epoch, EPOCHS):
+        return f"best_epoch out of range ({shown(c.best_epoch)})"
+    if c.best_metric is not None and _out(c.best_metric, METRIC_RANGE):
+        return f"best_metric out of range ({shown(c.best_metric)})"
+    if c.time_total is not None and _out(c.time_total, DURATIONS):
+        return f"time_total out of range ({shown(c.time_total)})"
+    if _out_int(c.rows, COUNT) or c.rows < n:
+        return f"rows {shown(c.rows)} for {n} epochs"
+    if _out_int(c.stride, COUNT) or c.stride < 1 or (c.stride > 1 and c.stride > c.rows):
+        return f"stride {shown(c.stride)} for {shown(c.rows)} rows"
+    if any(len(k) > KEY_MAX or len(v) > VALUE_MAX for k, v in c.config):
+        return "a config key or value too long"
+    texts = (c.best_metric_name, c.family, c.config_problem, c.problem)
+    if any(t is not None and len(t) > CHART_TEXT_MAX for t in texts):
+        return "a text too long"
+    return None
+
+
+def _series_fault(s: ChartSeries, n: int) -> str | None:
+    name = shown(s.name, 40)
+    if not 0 < len(s.name) <= MAX_NAME:
+        return "a series name empty or too long"
+    if len(s.values) != n:
+        return f"series {name} has {len(s.values)} values for {n} epochs"
+    bad = _first_out((v for v in s.values if v is not None), METRIC_RANGE)
+    if bad is not None:
+        return f"series {name} has a value out of range ({shown(bad)})"
+    return None
+
+
+METRIC_RANGE = Range(-FLOAT_MAX, FLOAT_MAX)  # finite (a series' None is a gap)
+
+
+def _first_out(items, rng: Range, *, integer: bool = False):
+    for x in items:
+        if (_out_int(x, rng) if integer else _out(x, rng)) or isinstance(x, bool):
+            return x
+    return None
+
+
+def _out_int(x, rng: Range) -> bool:
+    return not isinstance(x, int) or isinstance(x, bool) or x not in rng

@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from ..base.values import int_or_none as _int
+from ..base.values import parse_time
 from ..model.snapshot import Snapshot
 from ..picture.watch import RunsWatcher
 from ..records.push_records import last_push, read_pushes
-from ..run.checkpoints import EPOCH_FILE_RE
+from ..run.checkpoints import file_epoch
 from .push import PushRequest
 
 
@@ -33,11 +33,8 @@ class AutoPushState:
 
 
 def _record_time(record: dict | None) -> float:
-    text = str((record or {}).get("time") or "")
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return float("inf")  # unknown: do not push because of it
+    at = parse_time((record or {}).get("time"))  # ISO text within TIMES, as every record's
+    return float("inf") if at is None else at  # unknown: do not push because of it
 
 
 def _best_epoch(row: dict | None) -> int | None:
@@ -136,13 +133,15 @@ def _best_or_period(
             state.best_epoch = best
         return [PushRequest(run_dir, "best.pt")] if changed else []
     names = set(_weights(run_dir) if weights is None else weights)
-    epochs = sorted(int(m.group(1)) for n in names if (m := EPOCH_FILE_RE.fullmatch(n)))
+    epochs = sorted(e for n in names if (e := file_epoch(n)) is not None)
     if not state.primed:
         state.primed = True
         pushed = [
-            int(m.group(1))
+            e
             for r in read_pushes(run_dir)
-            if r.get("outcome") == "ok" and (m := EPOCH_FILE_RE.fullmatch(str(r.get("file"))))
+            if r.get("outcome") == "ok"
+            and isinstance(r.get("file"), str)
+            and (e := file_epoch(r["file"])) is not None
         ]
         if catch_up:
             state.epochs = set(pushed)

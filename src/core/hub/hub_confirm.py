@@ -25,9 +25,11 @@ import warnings
 
 from ..base.safeio import open_regular
 from ..base.urls import strip_userinfo
+from ..base.values import value_text
 from .weights_safety import HubCheck, HubFile, RunWeights
 
 CHUNK = 1 << 20
+URL_MAX = 2048  # characters of a push record's endpoint
 _TRUE = ("1", "on", "yes", "true")
 
 
@@ -65,7 +67,7 @@ def lookup_on_hub(
     files: list[HubFile] = []
     for w in weights:
         record = w.record or {}
-        theirs = str(record.get("endpoint") or ours).rstrip("/")
+        theirs = value_text(record.get("endpoint") or ours, URL_MAX).rstrip("/")
         repo = record.get("repo")
         if theirs != ours:
             detail = f"pushed to {theirs}, not to {ours} (HF_ENDPOINT), which this watcher asks"

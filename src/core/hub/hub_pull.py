@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from ..base.safeio import NotRegularFile, open_regular
 from ..base.urls import strip_userinfo
 from ..base.values import shown
+from ..run.checkpoints import EPOCH_FILE_RE, file_epoch
 from ..run.hub_target import repo_path
 from ..run.run_files import ARTIFACTS
 from ..run.torch_checkpoint import check_checkpoint
@@ -53,11 +54,9 @@ RUNS_SHOWN = 10  # runs named when RUN is not in the repo
 DOWNLOAD_RETRIES = 2  # a 429 or 5xx on a file GET; never a timeout
 LISTED_MAX = 20_000  # entries of one listing (a run's folder holds a few hundred at most)
 LISTING_MAX_BYTES = 32 * 1024 * 1024  # one answer of the Hub before the downloads
-EPOCH_DIGITS_MAX = 8  # epoch_N.pt with a longer N (EPOCHS is 0..10^7) is skipped
 
 # the same shape core.run.hub_target and core.base.config accept
 _REPO_RE = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
-_EPOCH_RE = re.compile(r"epoch_(\d+)\.pt")
 
 
 class PullArgumentError(ValueError):
@@ -405,17 +404,17 @@ def _select(found: dict, which: str, run: str, repo: str, notices: list[str]) ->
 
 
 def _odd_epoch(name: str) -> bool:
-    """epoch_N.pt with an N longer than any epoch (5000 digits is not a number to parse)."""
-    m = _EPOCH_RE.fullmatch(name)
-    return m is not None and len(m.group(1)) > EPOCH_DIGITS_MAX
+    """epoch_N.pt with an N out of the epoch range (core.run.checkpoints.file_epoch: 5000
+    digits is not a number to parse)."""
+    return EPOCH_FILE_RE.fullmatch(name) is not None and file_epoch(name) is None
 
 
 def _order(name: str) -> tuple:
-    m = _EPOCH_RE.fullmatch(name)
+    n = file_epoch(name)
     if name in ("best.pt", "last.pt"):
         return (0, name, 0)
-    if m:
-        return (1, "", int(m.group(1)))
+    if n is not None:
+        return (1, "", n)
     return (2, name, 0)
 
 

@@ -8,14 +8,15 @@ warnings are the user's call.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from dataclasses import asdict, dataclass
 
+from ..base.values import parse_json, value_text
 from .launch_spec import libreyolo_executable, libreyolo_missing
 
 DOCTOR_TIMEOUT_S = 900.0
 PATHS_SHOWN = 3
+TEXT_MAX = 300  # characters of any one value of the doctor's JSON (core.base.values.value_text)
 
 
 @dataclass(frozen=True)
@@ -94,10 +95,15 @@ def _text(raw) -> str:
     return raw or ""
 
 
+def _t(value) -> str:
+    """Any value of the doctor's JSON as text, at most TEXT_MAX characters."""
+    return value_text(value, TEXT_MAX)
+
+
 def _finding_line(f: dict) -> str:
-    split = f" [{f['split']}]" if f.get("split") else ""
-    line = f"{f.get('check_id') or '?'}{split}: {f.get('message') or ''}".strip()
-    paths = [str(p) for p in f.get("paths") or [] if p]
+    split = f" [{_t(f['split'])}]" if f.get("split") else ""
+    line = f"{_t(f.get('check_id') or '?')}{split}: {_t(f.get('message') or '')}".strip()
+    paths = [value_text(p, TEXT_MAX) for p in f.get("paths") or [] if p]
     if paths:
         more = f" (+{len(paths) - PATHS_SHOWN} more)" if len(paths) > PATHS_SHOWN else ""
         line += " " + ", ".join(paths[:PATHS_SHOWN]) + more
@@ -110,7 +116,7 @@ def parse_doctor(returncode: int, stdout, stderr=b"") -> DoctorReport:
     doc = None
     for candidate in (out.strip(), out.strip().splitlines()[-1] if out.strip() else ""):
         try:
-            doc = json.loads(candidate)
+            doc = parse_json(candidate)
             break
         except ValueError:
             continue
@@ -121,11 +127,11 @@ def parse_doctor(returncode: int, stdout, stderr=b"") -> DoctorReport:
             returncode,
         )
     if "findings" not in doc and doc.get("error"):  # exit 3: cannot read the dataset
-        message = " ".join(str(doc.get("message") or doc["error"]).split())
+        message = " ".join(value_text(doc.get("message") or doc["error"], TEXT_MAX).split())
         suggestion = doc.get("suggestion")
         if suggestion:
-            message += f" ({suggestion})"
-        return _doctor_failed(f"{doc['error']}: {message}", returncode)
+            message += f" ({_t(suggestion)})"
+        return _doctor_failed(f"{_t(doc['error'])}: {message}", returncode)
     by = {"error": [], "warning": [], "info": []}
     for f in doc.get("findings") or []:
         if isinstance(f, dict) and f.get("severity") in by:
@@ -135,12 +141,13 @@ def parse_doctor(returncode: int, stdout, stderr=b"") -> DoctorReport:
         errors.append(f"libreyolo doctor exited with status {returncode}")
     if returncode == 1 and not errors:
         errors.append("libreyolo doctor reported errors (exit 1) but listed none")
-    lines = [f"libreyolo doctor {doc.get('data') or ''}".rstrip()]
+    lines = [f"libreyolo doctor {_t(doc.get('data') or '')}".rstrip()]
     stats = doc.get("stats") if isinstance(doc.get("stats"), dict) else {}
     for split, s in (stats.get("splits") or {}).items():
         if isinstance(s, dict):
             lines.append(
-                f"  {split}: {s.get('images', '?')} images, {s.get('instances', '?')} instances"
+                f"  {_t(split)}: {_t(s.get('images', '?'))} images, "
+                f"{_t(s.get('instances', '?'))} instances"
             )
     for title, items, mark in (("ERRORS", errors, "E"), ("WARNINGS", warnings, "W")):
         if items:

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 
 from ..base.formatting import fmt_bytes
-from ..run.checkpoints import EPOCH_FILE_RE
+from ..run.checkpoints import file_epoch
 from ..run.runpath import outside_run
 from ..run.torch_checkpoint import check_checkpoint
 
@@ -81,9 +81,9 @@ def _candidate(run_dir: str | None, name: str, path: str, total: int | None) -> 
         )
     got = check_checkpoint(path, name, epoch=True)
     epoch, source = got.epoch, "checkpoint" if got.epoch is not None else None
-    m = EPOCH_FILE_RE.fullmatch(name)
-    if epoch is None and m:
-        epoch, source = int(m[1]), "file name"
+    named = file_epoch(name)
+    if epoch is None and named is not None:
+        epoch, source = named, "file name"
     problem = got.problem
     total = total if total is not None else got.total_epochs
     if problem is None and epoch is not None and total is not None and epoch >= total:
@@ -101,10 +101,7 @@ def list_candidates(run_dir: str, total: int | None = None) -> tuple[ResumeCandi
         names = [n for n in os.listdir(weights) if n.endswith(".pt")]
     except OSError:
         names = []
-    epochs = sorted(
-        (n for n in names if EPOCH_FILE_RE.fullmatch(n)),
-        key=lambda n: int(EPOCH_FILE_RE.fullmatch(n)[1]),
-    )
+    epochs = sorted((n for n in names if file_epoch(n) is not None), key=file_epoch)
     chosen = [n for n in ("last.pt", "best.pt") if n in names] + epochs[-MAX_EPOCH_FILES:]
     found = [_candidate(run_dir, n, os.path.join(weights, n), total) for n in chosen]
     return tuple(sorted(found, key=_order))

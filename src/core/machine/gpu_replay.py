@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from ..base.safeio import read_regular
 from ..base.text import printable
+from ..base.values import parse_json, value_text
 from ..model.snapshot import GpuDevice, GpuView, MigInstance
 from .gpu_procs import DeviceReading
 
@@ -91,7 +92,7 @@ class GpuRecording:
 
 
 def _shown(value) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    text = value_text(value, 41) if not isinstance(value, str) else repr(value[:41])
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -190,7 +191,7 @@ def _device(value, where: str) -> DeviceReading:
 
 def parse_sample(line: str, last_t: float | None) -> Sample:
     try:
-        data = json.loads(line)
+        data = parse_json(line)  # a line nested too deep is "not JSON" too
     except ValueError as exc:
         raise _Bad(f"not JSON ({' '.join(str(exc).split())})") from None
     obj = _object(data, "the sample")

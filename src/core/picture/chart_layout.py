@@ -389,7 +389,9 @@ def chart_rows(
     if note is not None:
         kind = "epoch"
     names = panel_metrics(runs, options)
-    body_h = max(height - (3 if keys or options.cursor is not None else 2), 1)
+    problems = [f"{r.label}: {printable(r.chart.problem)}" for r in runs if r.chart.problem]
+    said = 1 if problems and names else 0  # a run with nothing to draw beside ones drawn
+    body_h = max(height - (3 if keys or options.cursor is not None else 2) - said, 1)
     cols, rows_n = grid(width, body_h)
     per_page = cols * rows_n
     pages = max(1, math.ceil(len(names) / per_page))
@@ -398,9 +400,9 @@ def chart_rows(
     out = [status_row(runs, options, pages, width, keys), legend_row(runs, width)]
     if note is not None:
         out[1] = text_row([(note, "yellow")], width)
-    problems = [f"{r.label}: {printable(r.chart.problem)}" for r in runs if r.chart.problem]
-    if not names:
+    if not names or said:
         out.append(text_row([("; ".join(problems) or "no numeric metrics yet", "italic")], width))
+    if not names:
         return out
     axis = shared_axis(runs, kind)
     used_rows = math.ceil(len(shown) / cols)

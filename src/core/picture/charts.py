@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from ..base.text import printable
 from ..model.snapshot import RunChart, RunInfo
-from ..run.checkpoints import EPOCH_FILE_RE
+from ..run.checkpoints import file_epoch
 from ..run.series import attempt_starts, honest_chart
 from ..run.train_config import ConfigReader
 
@@ -173,11 +173,12 @@ def best_pushed(checkpoints: Sequence, pushes) -> bool | None:
 
 
 def saved_epochs(checkpoints: Sequence) -> tuple[int, ...]:
+    """The epochs of the run's epoch_N.pt files (an N out of range is no epoch)."""
     out = []
     for c in checkpoints:
-        m = EPOCH_FILE_RE.fullmatch(c.name)
-        if m and c.exists:
-            out.append(int(m[1]))
+        n = file_epoch(c.name)
+        if n is not None and c.exists:
+            out.append(n)
     return tuple(sorted(set(out)))
 
 

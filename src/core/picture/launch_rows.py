@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 
 from ..model.snapshot import RunInfo
+from ..records.attempts import RECORD_PAST_S, in_window, record_window
 from ..records.launch_records import (
     LaunchRecord,
     launch_pseudo_dir,
     launches_path,
-    read_launches,
+    read_launch_file,
 )
 from ..records.launch_runs import RunOnDisk, launch_alive, match_launches, state_without_run
 from .run_life import RecordEnds
@@ -36,6 +37,7 @@ class _Records:
         self.project = project
         self.key: tuple | None = None
         self.records: list[LaunchRecord] = []
+        self.odd_times = 0  # launches left out: their time is no time
         self._matched: tuple | None = None
 
     def read(self) -> None:
@@ -46,7 +48,7 @@ class _Records:
             key = None
         if key != self.key:
             self.key = key
-            self.records = read_launches(self.project) if key else []
+            self.records, self.odd_times = read_launch_file(self.project) if key else ([], 0)
 
     def match(self, on_disk: tuple[RunOnDisk, ...], alive, ended: set[str]) -> dict[str, str]:
         if self._matched is not None and self._matched[0] == (self.key, on_disk):
@@ -72,10 +74,11 @@ class LaunchRows:
         self._ends = RecordEnds()  # their ends, read once each ended
         self.log_paths: dict[str, str] = {}  # pseudo run -> its console log
         self.by_run: dict[str, list[LaunchRecord]] = {}  # run -> its launch records
+        self.notice: str | None = None  # launches left out for their times, said once
 
     def refresh(self, now: float, found: list[RunInfo]) -> list[RunInfo]:
         """The rows of the launches with no run among `found` (reads only)."""
-        self.log_paths, self.by_run = {}, {}
+        self.log_paths, self.by_run, self.notice = {}, {}, None
         on_disk = tuple(RunOnDisk(i.run_dir, i.pid, i.started_at) for i in found)
         sources = [self._own]
         if any(i.run_dir == self.root for i in found):  # the root is a run
@@ -89,14 +92,20 @@ class LaunchRows:
                         self.by_run.setdefault(matched[record.id], []).append(record)
         self._ends.keep_only({r.id for s in sources for r in s.records})
         if not self._own.records:
+            self._say(self._own.odd_times, 0)
             return []
         return self._rows(now, {r.id for runs in self.by_run.values() for r in runs})
 
     def _rows(self, now: float, matched: set[str]) -> list[RunInfo]:
         out = []
+        window = record_window(None, now)
+        outside = 0
         for record in self._own.records:
             if record.id in matched:
                 continue  # its run directory is watched like any other
+            if not in_window(record.time, record.exited_at, window):
+                outside += 1  # a launch months old still "starting", or one in the future
+                continue
             pseudo = launch_pseudo_dir(self.root, record.id)
             info = self._final.get(pseudo)
             if info is None:
@@ -110,7 +119,17 @@ class LaunchRows:
                 continue
             self.log_paths[pseudo] = record.console_log
             out.append(info)
+        self._say(self._own.odd_times, outside)
         return out
+
+    def _say(self, odd_times: int, outside: int) -> None:
+        parts = []
+        if odd_times:
+            parts.append(f"{odd_times} with a time that is no time (out of range or not a number)")
+        if outside:
+            days = RECORD_PAST_S / 86_400
+            parts.append(f"{outside} dated more than {days:.0f} days ago or in the future")
+        self.notice = f"launch records ignored: {', '.join(parts)}" if parts else None
 
     def with_records(self, info: RunInfo, watcher, now: float) -> RunInfo:
         """A run (its RunWatcher) with the launch records that are its own: its attempts."""

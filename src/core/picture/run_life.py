@@ -19,6 +19,9 @@ from ..records.attempts import (
     RecordSpan,
     Rows,
     StatusSide,
+    ignored_note,
+    in_window,
+    record_window,
     run_attempts,
     total_seconds,
 )
@@ -67,7 +70,14 @@ def with_attempts(
 ) -> RunInfo:
     """`info` with its attempts and their total as its elapsed time; a resume recorded
     after status.json's start makes it "starting" while its process lives, or says it
-    ended before writing status.json."""
+    ended before writing status.json. A record whose times lie outside the run's window
+    (core.records.attempts.record_window) is left out, and the run's problem says so."""
+    window = record_window(status.started_at, now)
+    kept = [(r, span) for r, span in records if in_window(span.time, span.ended_at, window)]
+    if len(kept) < len(records):
+        note = ignored_note(len(records) - len(kept))
+        info = replace(info, problem="; ".join(filter(None, (info.problem, note))))
+    records = kept
     attempts = run_attempts(status, rows, [span for _, span in records], now)
     if not attempts:
         return info

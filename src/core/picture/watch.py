@@ -411,7 +411,7 @@ class RunsWatcher:
         except Exception as exc:  # a bad launches.jsonl must not hide the runs
             launches_problem = f"launches.jsonl could not be read: {describe(exc)}"
         else:
-            launches_problem = None
+            launches_problem = self.launches.notice  # records left out for their times
         infos.sort(key=lambda r: (-r.activity, r.name))
         runs = tuple(infos)
 

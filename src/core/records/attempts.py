@@ -219,3 +219,33 @@ def mean_epoch_seconds(rows: Rows) -> float | None:
     if not rows.epochs or not rows.timed[-1]:
         return None
     return rows.seconds[-1] / rows.timed[-1]
+
+
+# -- which launch records' times can be a run's ----------------------------------------
+
+RECORD_PAST_S = 30 * 86_400.0  # a run resumed over a month: no record older than this
+RECORD_FUTURE_S = 300.0  # a record's time at most this far past the clock
+
+
+def record_window(started_at: float | None, now: float) -> tuple[float, float]:
+    """The times a launch record of a run may carry: from RECORD_PAST_S before the run's
+    status.json start (before `now` when it has none) to RECORD_FUTURE_S after `now`. A
+    forged record dated 2001 with an exit at the run's start would count 25 years."""
+    anchor = now if started_at is None else min(started_at, now)
+    return anchor - RECORD_PAST_S, now + RECORD_FUTURE_S
+
+
+def in_window(time: float, ended_at: float | None, window: tuple[float, float]) -> bool:
+    """Do a record's launch and end lie in `window` (record_window)?"""
+    lo, hi = window
+    return lo <= time <= hi and (ended_at is None or ended_at <= hi)
+
+
+def ignored_note(count: int) -> str:
+    """The one notice for the records left out by record_window."""
+    days = RECORD_PAST_S / 86_400
+    records = "launch record" if count == 1 else "launch records"
+    return (
+        f"{count} {records} ignored: dated more than {days:.0f} days before the run's start "
+        "or in the future"
+    )

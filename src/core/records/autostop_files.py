@@ -25,12 +25,13 @@ from dataclasses import dataclass
 import psutil
 
 from ..base.private import PRIVATE_FILE_MODE, private_parent
-from ..base.values import TIMES, checked
+from ..base.values import TIMES, checked, value_text
 from ..model.snapshot import AutostopPlan
 from .event_state import APP_DIR, load_state, root_key, save_state, state_home
 from .records import append_json_line, read_json_lines
 
 PLAN_VERSION = 1
+MESSAGE_MAX = 1000  # characters of the plan's message
 RECORD_READ_MAX = 256 * 1024  # the newest records are enough to know the last stretch
 
 
@@ -104,7 +105,7 @@ def plan_of(doc: dict | None) -> AutostopPlan | None:
     if doc is None or not isinstance(doc.get("phase"), str):
         return None
     fires_at, _odd = checked(doc.get("fires_at"), TIMES)
-    return AutostopPlan(doc["phase"], str(doc.get("message") or ""), fires_at)
+    return AutostopPlan(doc["phase"], value_text(doc.get("message") or "", MESSAGE_MAX), fires_at)
 
 
 def process_alive(pid, started) -> bool:
@@ -112,7 +113,8 @@ def process_alive(pid, started) -> bool:
     pid)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
-    if not isinstance(started, (int, float)) or isinstance(started, bool):
+    started = checked(started, TIMES)[0]  # a 400-digit start would overflow the subtraction
+    if started is None:
         return False
     try:
         proc = psutil.Process(pid)

@@ -4,7 +4,10 @@ The file is written by the commands that act (core.launch.launch: the launch its
 status the launcher reaped, the run directory once `rgpu-tui launch` found it, the error
 of a launch that died); this module only reads it. A launch is a line of kind "launch";
 later lines with the same id ("run_dir", "exit", "died") complete it. Torn or malformed
-lines, and records with a bad pid or time, are skipped (core.records.records).
+lines, and records with a bad pid or time, are skipped (core.records.records): every time
+of a record (`time`, `create_time`, an exit's `time`) is a number of epoch seconds within
+core.base.values.TIMES, or it is unknown; a launch whose own time is unknown (text, NaN,
+-1e300, a 400-digit number) is no record, and counted (`read_launch_file`).
 """
 
 from __future__ import annotations
@@ -12,13 +15,14 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 
-from ..base.values import num as _float_or_none
+from ..base.values import TIMES, checked, value_text
 from ..run.run_process import CREATE_TIME_SLACK_S  # noqa: F401  (launch records' start times)
 from .records import read_json_lines
 
 RGPU_DIR = ".rgpu"
 LAUNCHES_NAME = "launches.jsonl"
 MAX_RECORDS_BYTES = 8 * 1024 * 1024
+TEXT_MAX = 4096  # characters of a record's field that is not text where text belongs
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,17 @@ def launches_path(project: str) -> str:
 
 def read_launches(project: str) -> list[LaunchRecord]:
     """The launches recorded under `project`, oldest first; torn or bad lines are skipped."""
+    return read_launch_file(project)[0]
+
+
+def record_time(value) -> float | None:
+    """A time in a record: epoch seconds within TIMES (1970..2200), else None (unknown)."""
+    return checked(value, TIMES)[0]
+
+
+def read_launch_file(project: str) -> tuple[list[LaunchRecord], int]:
+    """read_launches, and how many launches were left out because their time is unknown
+    (out of range or not a number)."""
     launches: dict[str, dict] = {}
     updates: list[dict] = []
     for obj in read_json_lines(launches_path(project), MAX_RECORDS_BYTES):
@@ -99,12 +114,15 @@ def read_launches(project: str) -> list[LaunchRecord]:
             base["died_error"] = obj["error"]
             base["died_tail"] = obj.get("tail")
     records = []
+    odd_times = 0
     for obj in launches.values():
         record = _record_from(obj)
         if record is not None:
             records.append(record)
+        elif "time" in obj and record_time(obj["time"]) is None:
+            odd_times += 1
     records.sort(key=lambda r: r.time)
-    return records
+    return records, odd_times
 
 
 def _record_from(obj: dict) -> LaunchRecord | None:
@@ -113,28 +131,36 @@ def _record_from(obj: dict) -> LaunchRecord | None:
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
             return None
         argv = obj.get("argv") or []
+        time = record_time(obj.get("time"))
+        if time is None:
+            return None
         return LaunchRecord(
             id=obj["id"],
-            time=float(obj["time"]),
+            time=time,
             pid=pid,
-            create_time=_float_or_none(obj.get("create_time")),
-            argv=tuple(str(a) for a in argv) if isinstance(argv, list) else (),
-            command=str(obj.get("command") or ""),
-            cwd=str(obj.get("cwd") or ""),
-            project=str(obj["project"]),
-            name=str(obj.get("name") or ""),
-            console_log=str(obj["console_log"]),
+            create_time=record_time(obj.get("create_time")),
+            argv=_strings(argv),
+            command=_text(obj.get("command") or ""),
+            cwd=_text(obj.get("cwd") or ""),
+            project=_text(obj["project"]),
+            name=_text(obj.get("name") or ""),
+            console_log=_text(obj["console_log"]),
             hf_token_set=bool(obj.get("hf_token_set")),
             hf_home=obj.get("hf_home") if isinstance(obj.get("hf_home"), str) else None,
             run_dir=obj.get("run_dir") if isinstance(obj.get("run_dir"), str) else None,
             returncode=obj.get("returncode") if isinstance(obj.get("returncode"), int) else None,
-            exited_at=_float_or_none(obj.get("exited_at")),
+            exited_at=record_time(obj.get("exited_at")),
             died_error=obj.get("died_error") if isinstance(obj.get("died_error"), str) else None,
             died_tail=_strings(obj.get("died_tail")),
         )
-    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: a 400-digit time
+    except (KeyError, TypeError, ValueError):
         return None
 
 
+def _text(value) -> str:
+    """A record's text field: any other value as bounded text (core.base.values.value_text)."""
+    return value if isinstance(value, str) else value_text(value, TEXT_MAX)
+
+
 def _strings(value) -> tuple[str, ...]:
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+    return tuple(_text(v) for v in value) if isinstance(value, list) else ()

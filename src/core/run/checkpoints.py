@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 
 from ..base.formatting import fmt_bytes, fmt_number
+from ..base.values import EPOCHS
 from ..model.snapshot import Checkpoint, PushTarget
 from .hub_target import ARTIFACTS_REQUEST, push_target
 from .metrics import CheckpointRows, MetricsReader
@@ -28,6 +29,7 @@ from .runpath import outside_run
 from .torch_checkpoint import check_checkpoint
 
 EPOCH_FILE_RE = re.compile(r"epoch_(\d+)\.pt")
+EPOCH_DIGITS_MAX = len(str(int(EPOCHS.hi)))  # a longer N is out of range before int() reads it
 MAX_LISTED = 500  # a weights folder with more .pt files lists best, last and the newest
 STABLE_S = 60.0  # a checkpoint unchanged this long is stat'ed again when weights/ changes
 CHECKS_PER_CALL = 4  # validity checks (zip directories read) per refresh, at most
@@ -41,28 +43,39 @@ def resolve(run_dir: str, file: str) -> tuple[str, str]:
     return file, os.path.join(run_dir, "weights", file)
 
 
+def file_epoch(name: str) -> int | None:
+    """N of an `epoch_N.pt` name when N is an epoch (core.base.values.EPOCHS, as for every
+    epoch read); None for any other name and for an N out of that range
+    (`epoch_18446744073709551617.pt`, 240 digits): the file's epoch is unknown, it is no
+    epoch file for the charts, the order, auto-push, resume or pull."""
+    m = EPOCH_FILE_RE.fullmatch(name)
+    if m is None or len(m[1]) > EPOCH_DIGITS_MAX:
+        return None
+    n = int(m[1])
+    return n if n in EPOCHS else None
+
+
 def order_key(name: str) -> tuple:
     """best.pt, last.pt, then epoch_N.pt by N, then any other name."""
-    m = EPOCH_FILE_RE.fullmatch(name)
-    rank = 0 if name == "best.pt" else 1 if name == "last.pt" else 2 if m else 3
-    return (rank, int(m[1]) if m else 0, name)
+    n = file_epoch(name)
+    rank = 0 if name == "best.pt" else 1 if name == "last.pt" else 2 if n is not None else 3
+    return (rank, n or 0, name)
 
 
 def epoch_metric(name: str, rows: CheckpointRows) -> tuple[int | None, str | None, float | None]:
     """(epoch, metric name, metric) of checkpoint `name` by the metrics rows; Nones when
     unknown. best.pt: the last row with is_best (else the last row's best_epoch);
     last.pt: the last row; epoch_N.pt: N and the last row of epoch N."""
-    m = EPOCH_FILE_RE.fullmatch(name)
+    n = file_epoch(name)
     if name == "best.pt":
         if rows.best is not None:
             return rows.best
         if rows.last_best is not None and rows.last_best[0] is not None:
             return rows.last_best
         return None, None, None
-    if m:
-        want = int(m[1])
-        got = rows.by_epoch.get(want)
-        return (want, *got) if got is not None else (want, None, None)
+    if n is not None:
+        got = rows.by_epoch.get(n)
+        return (n, *got) if got is not None else (n, None, None)
     if name == "last.pt" and rows.last is not None:
         return rows.last
     return None, None, None
@@ -97,7 +110,7 @@ def default_checkpoint(checkpoints: Iterable[Checkpoint]) -> str:
     for name in ("best.pt", "last.pt"):
         if name in usable:
             return name
-    epochs = [c.name for c in checkpoints if c.name in usable and EPOCH_FILE_RE.fullmatch(c.name)]
+    epochs = [c.name for c in checkpoints if c.name in usable and file_epoch(c.name) is not None]
     if epochs:
         return max(epochs, key=order_key)
     return "last.pt" if "best.pt" not in there and "last.pt" in there else "best.pt"

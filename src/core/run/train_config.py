@@ -11,10 +11,11 @@ the file again only when its inode, size or mtime changed.
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 
 from ..base.safeio import read_regular
+from ..base.values import value_text
 from .runpath import outside_run
 from .tail import describe_os_error
 
@@ -23,21 +24,9 @@ MAX_BYTES = 1024 * 1024
 MAX_KEYS = 300
 KEY_MAX = 80
 VALUE_MAX = 120
+NUMBER_MAX = 100  # characters of a YAML integer
 # where the run was written, not how it trained: never a difference worth showing
 NOT_HYPERPARAMETERS = frozenset({"project", "name", "exist_ok"})
-
-
-def _text(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
-        return str(value)
-    try:
-        return json.dumps(value, separators=(", ", ": "), default=str, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return str(type(value).__name__)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -50,12 +39,37 @@ def flatten(doc: dict, prefix: str = "", out: dict | None = None, depth: int = 0
     for key, value in doc.items():
         if len(out) >= MAX_KEYS:
             break
-        name = _cut(f"{prefix}{key}", KEY_MAX)
+        name = _cut(prefix + value_text(key, KEY_MAX), KEY_MAX)
         if isinstance(value, dict) and value and depth < 4:
             flatten(value, f"{name}.", out, depth + 1)
         else:
-            out[name] = _cut(_text(value), VALUE_MAX)
+            out[name] = value_text(value, VALUE_MAX)
     return out
+
+
+class _TooLong(ValueError):
+    pass
+
+
+@functools.cache
+def _loader():
+    """PyYAML's safe loader (the C one when built), whose integers are at most NUMBER_MAX
+    characters: YAML 1.1's base-60 integers (`1:2:3`) cost quadratic time to build, so a
+    1 MB one would take a minute."""
+    import yaml  # PyYAML (pyproject dependencies)
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    def short_int(loader, node):
+        if len(node.value) > NUMBER_MAX:
+            raise _TooLong(f"a number {len(node.value)} characters long")
+        return loader.construct_yaml_int(node)
+
+    Loader.add_constructor("tag:yaml.org,2002:int", short_int)
+    return Loader
 
 
 def load_config(run_dir: str) -> tuple[dict | None, str | None]:
@@ -75,8 +89,9 @@ def load_config(run_dir: str) -> tuple[dict | None, str | None]:
     try:
         import yaml  # PyYAML (pyproject dependencies)
 
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        doc = yaml.load(raw, Loader=loader)  # noqa: S506 - a safe loader
+        doc = yaml.load(raw, Loader=_loader())  # noqa: S506 - a safe loader
+    except _TooLong as exc:
+        return None, f"{NAME} is not readable YAML ({exc})"
     except Exception as exc:  # yaml.YAMLError, RecursionError on hostile nesting
         return None, f"{NAME} is not readable YAML ({type(exc).__name__})"
     if not isinstance(doc, dict):

@@ -294,7 +294,7 @@ def test_a_launches_record_that_raises_keeps_the_runs(tmp_path: Path, monkeypatc
     def broken(*args, **kwargs):
         raise OverflowError("int too large to convert to float")
 
-    monkeypatch.setattr(launch_rows, "read_launches", broken)
+    monkeypatch.setattr(launch_rows, "read_launch_file", broken)
     (root / ".rgpu").mkdir()
     (root / ".rgpu" / "launches.jsonl").write_text("{}\n")
     snap = RunsWatcher(str(root)).refresh(time.time())
