@@ -157,13 +157,15 @@ class RunWatcher:
         state = derive_state(status_state, pid_check, self.status.mtime, mean_epoch, now)
 
         elapsed = status_elapsed
-        eta = None
+        eta = overdue = None
         if state == "running":
             if started_at is not None:
                 elapsed = max(now - started_at, 0.0)
             if mean_epoch is not None and total is not None and done is not None:
                 since_update = max(now - (self.status.mtime or now), 0.0)
-                eta = max(mean_epoch * max(total - done, 0) - since_update, 0.0)
+                eta = mean_epoch * max(total - done, 0) - since_update
+                if eta <= 0:  # later than the estimate: say so, never "ETA 0s" while running
+                    eta, overdue = None, -eta
         elif state == "dead" and started_at is not None:
             updated = nums.updated_at
             if updated is not None:
@@ -243,6 +245,7 @@ class RunWatcher:
             total_epochs=total,
             progress=progress,
             eta_seconds=eta,
+            eta_overdue_seconds=overdue,
             elapsed_seconds=elapsed,
             mean_epoch_seconds=mean_epoch,
             best_metric=best,
@@ -369,6 +372,15 @@ class RunsWatcher:
 
     def watcher(self, run_dir: str) -> RunWatcher | None:
         return self._runs.get(run_dir)
+
+    def adopt(self, watcher: RunWatcher) -> None:
+        """Keep `watcher` with the others (closed with them)."""
+        self._runs[watcher.run_dir] = watcher
+
+    def close(self) -> None:
+        """Release every run's pidfd (the watcher is dropped)."""
+        for watcher in self._runs.values():
+            watcher.close()
 
     def refresh(self, now: float, selected: str | None = None) -> Snapshot:
         if not os.path.isdir(self.root):
