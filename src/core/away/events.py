@@ -72,6 +72,7 @@ RUN_EVENTS = {
     "running": "run_started",
     "completed": "run_done",
     "failed": "run_failed",
+    "stopped": "run_stopped",
     "dead": "run_dead",
     "stalled": "run_stalled",
 }
@@ -79,6 +80,7 @@ EVENT_NAMES = (
     "run_started",
     "run_done",
     "run_failed",
+    "run_stopped",
     "run_dead",
     "run_stalled",
     "new_best",
@@ -273,6 +275,10 @@ class EventEngine:
             text = f"{name} completed: epoch {epochs}{best}{took}"
         elif run.state == "failed":
             text = f"{name} failed at epoch {epochs}: {run.error or 'no error given'}"
+        elif run.state == "stopped":  # by the user (a stop record): news, not a failure
+            text = f"{name} stopped by the user at epoch {epochs}"
+            if run.elapsed_seconds:
+                text += f" (ran {fmt_duration(run.elapsed_seconds)})"
         elif run.state == "dead":
             text = f"{name} is DEAD at epoch {epochs}: {run.error or 'its process is gone'}"
             if run.elapsed_seconds:  # every attempt's time, as the cost counts it

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 
 from ..model.snapshot import AutostopPlan, Snapshot
 
-STATE_ORDER = ("running", "stalled", "starting", "dead", "failed", "completed", "unknown")
+STATE_ORDER = (
+    "running",
+    "stalled",
+    "starting",
+    "dead",
+    "failed",
+    "stopped",
+    "completed",
+    "unknown",
+)
 
 
 def gpu_source_label(source: object) -> str:

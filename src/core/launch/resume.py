@@ -217,14 +217,14 @@ def _alive_reason(run_dir: str, status: dict, records: list[LaunchRecord]) -> st
         return None
     pid = status.get("pid")
     started_at = parse_time(status.get("started_at"))
-    if not check_pid(pid, started_at).alive:
+    if not check_pid(pid, started_at, run_dir).alive:
         return None  # DEAD, as the app shows it
     create_time = None
     for record in reversed(records):
         if record.pid == pid and record.run_dir in (None, run_dir):
             create_time = record.create_time
             break
-    found = verify(pid, started_at, create_time)
+    found = verify(pid, started_at, create_time, run_dir)
     if found == GONE:
         return None
     if isinstance(found, str):

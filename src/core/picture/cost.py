@@ -123,7 +123,7 @@ def run_costs(
     """(run_spent, per_epoch, to_finish, projected_total) for one run.
 
     to_finish is 0 for a completed run and None for one that will not finish
-    (failed, dead) or whose ETA is unknown.
+    (failed, dead, stopped) or whose ETA is unknown.
     """
     if run is None or not _finite(per_hour):
         return None, None, None, None
@@ -131,7 +131,7 @@ def run_costs(
     per_epoch = cost_of(run.mean_epoch_seconds, per_hour)
     if run.state == "completed":
         to_finish = 0.0
-    elif run.state in ("failed", "dead"):
+    elif run.state in ("failed", "dead", "stopped"):
         to_finish = None
     else:
         to_finish = cost_of(run.eta_seconds, per_hour)

@@ -33,7 +33,7 @@ from .cost import run_spent
 from .idle import machine_idle
 
 MIB = 1024 * 1024
-KNOWN_STATES = ("running", "stalled", "starting", "completed", "failed", "dead")
+KNOWN_STATES = ("running", "stalled", "starting", "completed", "failed", "stopped", "dead")
 
 
 @dataclass(frozen=True)

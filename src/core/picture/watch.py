@@ -33,6 +33,14 @@ from ..model.snapshot import (
 )
 from ..records.attempts import Rows, StatusSide, mean_epoch_seconds
 from ..records.push_records import push_info, pushes_path, read_pushes
+from ..records.stop_records import (
+    STOPPED_OVER,
+    StopRecord,
+    read_stops,
+    stop_of,
+    stopped_state,
+    stops_path,
+)
 from ..run.checkpoints import CheckpointLister, artifacts_target, default_checkpoint, metrics_inside
 from ..run.discovery import RUN_MARKERS, RunFinder
 from ..run.hub_target import ARTIFACTS_REQUEST
@@ -72,7 +80,8 @@ class RunWatcher:
         self.metrics = MetricsReader(run_dir)
         self._metrics_view: tuple[int, MetricsView] | None = None
         self._pushes: tuple[tuple, PushInfo] | None = None
-        self._pid = PidWatch()
+        self._stops: tuple[tuple | None, list[StopRecord]] = (None, [])
+        self._pid = PidWatch(run_dir)
         self._checkpoints: CheckpointLister | None = None
         self._metrics_inside: tuple[int, bool] | None = None  # (metrics generation, inside)
         self.odd_files: list[str] = []  # set by activity()
@@ -155,6 +164,9 @@ class RunWatcher:
                 mean_epoch = status_elapsed / ran
 
         state = derive_state(status_state, pid_check, self.status.mtime, mean_epoch, now)
+        life_state = state  # what the attempts count by (a stopped run ended as it did)
+        if state in STOPPED_OVER:  # the user stopped this attempt: not a failure
+            state = stopped_state(state, stop_of(self.stop_records(), pid, started_at))
 
         elapsed = status_elapsed
         eta = overdue = None
@@ -166,7 +178,7 @@ class RunWatcher:
                 eta = mean_epoch * max(total - done, 0) - since_update
                 if eta <= 0:  # later than the estimate: say so, never "ETA 0s" while running
                     eta, overdue = None, -eta
-        elif state == "dead" and started_at is not None:
+        elif life_state == "dead" and started_at is not None:
             updated = nums.updated_at
             if updated is not None:
                 elapsed = max(updated - started_at, 0.0)
@@ -225,7 +237,7 @@ class RunWatcher:
                 started_at=started_at,
                 pid=pid,
                 updated=nums.updated_at,
-                state=state,
+                state=life_state,
                 status_state=status_state,
                 start_epoch=nums.start_epoch,
                 completed=completed,
@@ -290,6 +302,18 @@ class RunWatcher:
             rows = CheckpointRows()
         listed = self._checkpoints.checkpoints(rows, settings, rows_key=(gen, usable), now=now)
         return listed, self._checkpoints.not_listed
+
+    def stop_records(self) -> list[StopRecord]:
+        """The run's stop records (core.records.stop_records), re-read only when the file
+        changed (one stat)."""
+        try:
+            st = os.stat(stops_path(self.run_dir))
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        if key != self._stops[0]:
+            self._stops = (key, read_stops(self.run_dir) if key is not None else [])
+        return self._stops[1]
 
     def push_info(self) -> PushInfo | None:
         """From pushes.jsonl (re-read only when it changed) and one stat of best.pt."""

@@ -157,11 +157,12 @@ class PidCheck:
     reason: str | None = None  # why it counts as not alive
 
 
-def check_pid(pid, started_at: float | None) -> PidCheck:
-    """Is `pid` the trainer that started at `started_at`? The one rule `stop` uses too
-    (core.run.run_process): never pid 1 or an rgpu-tui process, and a process started
-    outside the window around started_at is not the run's."""
-    got = run_process(pid, started_at)
+def check_pid(pid, started_at: float | None, run_dir: str | None = None) -> PidCheck:
+    """Is `pid` the trainer that started at `started_at` (and works in `run_dir`)? The one
+    rule `stop` uses too (core.run.run_process): never pid 1 or an rgpu-tui process, a
+    process started outside the window around started_at is not the run's, nor one that
+    does not work in the run's directory."""
+    got = run_process(pid, started_at, run_dir=run_dir)
     return PidCheck(got.alive, got.reason)
 
 
@@ -174,7 +175,8 @@ class PidWatch:
     status.json changes, the full check runs again and says why. Without pidfds every
     check is a full one."""
 
-    def __init__(self) -> None:
+    def __init__(self, run_dir: str | None = None) -> None:
+        self.run_dir = run_dir  # the process must work in it (core.run.run_process)
         self._key: tuple | None = None
         self._fd: int | None = None
         self._poller: select.poll | None = None  # polls _fd
@@ -184,7 +186,7 @@ class PidWatch:
         if self._poller is not None and key == self._key and not self._poller.poll(0):
             return PidCheck(True)
         self.close()
-        result = check_pid(pid, started_at)
+        result = check_pid(pid, started_at, self.run_dir)
         self._key = key
         if result.alive and hasattr(os, "pidfd_open"):
             try:
