@@ -57,6 +57,7 @@ from ..base.values import TIMES, checked, parse_json
 from ..machine.system import CHECKPOINT_FACTOR, DISK_FULL_FRACTION, FULL_IN_WARN_HOURS
 from ..model.snapshot import RunInfo, Snapshot
 from ..picture.snapshot_text import epoch_text
+from ..records.launch_records import launched_for
 from ..run.tail import redact
 
 STATE_VERSION = 1
@@ -286,7 +287,10 @@ class EventEngine:
                 text += f" over {len(run.attempts)} attempts)" if len(run.attempts) > 1 else ")"
         else:  # stalled
             text = f"{name} stalled at epoch {epochs}: {run.error or 'no status update'}"
-        return self._event(now, RUN_EVENTS[run.state], run.run_dir, text)
+        # a launch that died before its status.json: the run directory it was launched for,
+        # never its stand-in under .rgpu/launch/ (notify's {run})
+        run_dir = launched_for(run.run_dir) or run.run_dir
+        return self._event(now, RUN_EVENTS[run.state], run_dir, text)
 
     def _new_best(self, run: RunInfo, rec: dict, now: float) -> list[Event]:
         best = [run.best_epoch, run.best_metric]
