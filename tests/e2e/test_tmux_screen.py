@@ -67,10 +67,10 @@ def _empty_log_rows(screen: str) -> int:
 
 
 def test_80x24_whole_words_help_scrolls_and_the_log_gets_the_width(
-    terminals,
-    home,
+    terminals,  # noqa: F811
+    home,  # noqa: F811
     tmp_path,
-    request,  # noqa: F811
+    request,
 ):
     _need_tmux()
     trainer = start_trainer(tmp_path)
@@ -124,10 +124,10 @@ def test_80x24_whole_words_help_scrolls_and_the_log_gets_the_width(
 
 
 def test_120x40_no_empty_log_rows_while_metrics_are_left_out(
-    terminals,
-    home,
+    terminals,  # noqa: F811
+    home,  # noqa: F811
     tmp_path,
-    request,  # noqa: F811
+    request,
 ):
     _need_tmux()
     trainer = start_trainer(tmp_path)
