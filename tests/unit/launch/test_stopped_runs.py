@@ -13,11 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+from support.checkpoints import epoch_checkpoint
 from support.status_trainer import start as start_trainer
 
 from rgpu_tui.core.away.events import EventEngine
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.fleet.fleet_summary import STATE_ORDER
+from rgpu_tui.core.launch.resume import plan_resume
 from rgpu_tui.core.launch.stop import stop_run
 from rgpu_tui.core.picture.cost import run_costs
 from rgpu_tui.core.picture.prometheus import families
@@ -71,6 +73,13 @@ def test_a_stopped_run_reads_stopped_with_its_epochs_and_no_failure(tmp_path: Pa
     assert [labels[1] for labels, _v in fam.samples] == ["stopped"]
     assert "stopped" in STATE_ORDER
     assert run_costs(info, 3.6)[2] is None  # nothing to finish
+    # `r` offers to resume it as what it is: STOPPED
+    (run / "weights").mkdir()
+    (run / "weights" / "last.pt").write_bytes(epoch_checkpoint(3, 10))
+    data = tmp_path / "data.yaml"
+    data.write_text("path: .\ntrain: images\nval: images\nnames: {0: a}\n")
+    (run / "train_config.yaml").write_text(f"data: {data}\ndevice: cpu\n")
+    assert plan_resume(str(run), executable="libreyolo").state == "stopped"
 
 
 def test_a_later_attempt_that_fails_by_itself_is_a_failure(tmp_path: Path, procs) -> None:
