@@ -56,6 +56,7 @@ class ProcessCheck:
     gone: bool = False  # no process has that pid any more (or it is a zombie)
     verified: bool = False  # alive and its start time matched the run's
     proc: psutil.Process | None = None
+    elsewhere: bool = False  # alive, started with the run, but works in another directory
 
 
 def clock(t: float) -> str:
@@ -196,5 +197,6 @@ def _in_run(proc: psutil.Process, run_dir: str | None, check: ProcessCheck) -> P
             False,
             f"pid {proc.pid} works in another directory, not this run's (its copy's "
             "original, or a reused pid)",
+            elsewhere=True,
         )
     return check

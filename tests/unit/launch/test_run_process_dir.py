@@ -127,3 +127,27 @@ def test_each_of_cwd_argv_and_open_files_names_the_run(tmp_path: Path, procs) ->
     check = run_process(p.pid, p.create_time() + 1, run_dir=str(run.parent / "exp2"))
     assert not check.alive and "works in another directory" in check.reason
     p.send_signal(signal.SIGKILL)
+
+
+def test_a_copy_reads_its_originals_files_once_not_every_refresh(
+    tmp_path: Path, procs, monkeypatch
+) -> None:
+    """The copy's check reads the original's open files (psutil, /proc): a refresh a second
+    must not do that again while nothing changed (PidWatch keeps the answer a while)."""
+    from rgpu_tui.core.run import status as status_mod
+
+    original = tmp_path / "runs" / "exp"
+    trainer = start_trainer(original, 2, 10)
+    procs.append(trainer)
+    copy = tmp_path / "runs" / "exp-pulled"
+    shutil.copytree(original, copy)
+    calls = []
+    real = status_mod.check_pid
+    monkeypatch.setattr(status_mod, "check_pid", lambda *a: calls.append(a) or real(*a))
+    watch = status_mod.PidWatch(str(copy))
+    started = psutil.Process(trainer.pid).create_time()
+    checks = [watch.check(trainer.pid, started) for _ in range(5)]
+    assert all(not c.alive and c.elsewhere for c in checks)
+    assert len(calls) == 1
+    watch.check(trainer.pid, started + 1)  # status.json changed: read again
+    assert len(calls) == 2
