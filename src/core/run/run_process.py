@@ -84,33 +84,36 @@ def is_rgpu_tui(proc: psutil.Process) -> bool:
     return any(a.startswith("-m" + RGPU_TUI_MODULE) for a in argv[1:3])
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
+def _inside(path: str | None, roots: tuple[str, ...]) -> bool:
+    return path is not None and any(
+        path == root or path.startswith(root.rstrip("/") + "/") for root in roots
+    )
 
 
-def _real(path: str, cwd: str | None) -> str | None:
+def _path(path: str, cwd: str | None) -> str | None:
+    """`path` made absolute and normal, by its text alone: no path a process names is
+    looked up (a dead NFS mount must not block a refresh)."""
     if not path or "\0" in path:
         return None
     if not os.path.isabs(path):
         if cwd is None:
             return None
         path = os.path.join(cwd, path)
-    try:
-        return os.path.realpath(path)
-    except (OSError, ValueError):
-        return None
+    return os.path.normpath(path)
 
 
 def works_in(proc: psutil.Process, run_dir: str) -> bool | None:
     """Whether `proc` works in `run_dir` (see the module doc); None when nothing of it can
-    be read (another user's process)."""
-    root = os.path.realpath(run_dir)
+    be read (another user's process). The run directory is compared as given and with its
+    symlinks resolved; what the process names is compared by its text (the kernel gives
+    its cwd and open files resolved already)."""
+    roots = tuple(dict.fromkeys((os.path.abspath(run_dir), os.path.realpath(run_dir))))
     readable = False
     cwd = None
     try:
-        cwd = os.path.realpath(proc.cwd())
+        cwd = proc.cwd()
         readable = True
-        if _inside(cwd, root):
+        if _inside(_path(cwd, None), roots):
             return True
     except (psutil.Error, OSError):
         pass
@@ -123,26 +126,22 @@ def works_in(proc: psutil.Process, run_dir: str) -> bool | None:
     for arg in argv[:MAX_ARGS]:
         key, eq, value = arg.partition("=")
         for candidate in (arg, value) if eq else (arg,):
-            if "/" in candidate or candidate in (".", ".."):
-                real = _real(candidate, cwd)
-                if real is not None and _inside(real, root):
-                    return True
+            if ("/" in candidate or candidate in (".", "..")) and _inside(
+                _path(candidate, cwd), roots
+            ):
+                return True
         if eq:
             pairs[key.lstrip("-")] = value
     project, name = pairs.get("project"), pairs.get("name")
-    if project and name:  # libreyolo writes the run to project/name
-        real = _real(os.path.join(project, name), cwd)
-        if real is not None and _inside(real, root):
-            return True
+    if project and name and _inside(_path(os.path.join(project, name), cwd), roots):
+        return True  # libreyolo writes the run to project/name
     try:
         files = proc.open_files()
         readable = True
     except (psutil.Error, OSError):
         files = []
-    for f in files[:MAX_FILES]:
-        real = _real(f.path, None)
-        if real is not None and _inside(real, root):
-            return True
+    if any(_inside(_path(f.path, None), roots) for f in files[:MAX_FILES]):
+        return True
     return False if readable else None
 
 
