@@ -231,6 +231,9 @@ async def _compare_views(tmp_path: Path, project: Path, runs: dict) -> None:
         badge = {"completed": "DONE", "stopped": "STOP", "running": "RUN", "dead": "DEAD"}
         assert header.lstrip().startswith(badge[state]), (name, header)
         assert f"epoch {snap['current_epoch']}/{snap['total_epochs']}" in header, header
+        if state == "running":  # its 0.05 s epochs' estimate ran out long ago
+            assert "ETA overdue " in header and "ETA 0s" not in header, header
+            assert a["eta_seconds"] is None and a["eta_overdue_seconds"] > 0
         shown = _seconds(re.search(r"elapsed (\S+)", header).group(1))
         assert shown == pytest.approx(seconds, abs=max(slack, 0.5)), (name, header)
         money = _dollars(re.search(r"run (\$[\d.,]+)", strip).group(1))
