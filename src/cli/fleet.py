@@ -15,7 +15,7 @@ import os
 import sys
 
 from ..core.base.config import add_settings_flags, default_config_path
-from ..core.fleet.fleet_summary import gpu_source_label
+from ..core.fleet.fleet_summary import STATE_ORDER, gpu_source_label
 from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
 from .numbers import OneLineParser, number
 from .options import settings_or_none
@@ -23,7 +23,6 @@ from .options import settings_or_none
 CONNECT_TIMEOUT_RANGE = (1.0, 300.0)  # seconds
 DEFAULT_CONNECT_TIMEOUT = 10.0
 SNAPSHOT_GRACE_S = 5.0  # after the connect timeout: the agent's start and first refresh
-STATE_ORDER = ("running", "stalled", "starting", "dead", "failed", "completed", "unknown")
 
 
 def _parser() -> OneLineParser:

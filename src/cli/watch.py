@@ -38,7 +38,7 @@ def _parser() -> OneLineParser:
     p = OneLineParser(
         prog="rgpu-tui watch",
         description="Watch PATH with no screen (for nohup, tmux or a systemd user unit): "
-        "print one line per event (run_started, run_done, run_failed, run_dead, "
+        "print one line per event (run_started, run_done, run_failed, run_stopped, run_dead, "
         "run_stalled, new_best, idle, disk_low, balance_low, push_failed, autostop_held, "
         "autostop, autostop_failed, notify_failed) and run notify_command for it; run "
         "autostop_command once the machine idled autostop_idle_minutes with every run's "

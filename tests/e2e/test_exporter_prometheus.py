@@ -58,9 +58,11 @@ def hub(tmp_path: Path) -> Iterator[HubServer]:
 
 
 @pytest.fixture
-def trainer() -> Iterator[subprocess.Popen]:
-    """The live run's trainer: a real python that sleeps."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+def trainer(tmp_path: Path) -> Iterator[subprocess.Popen]:
+    """The live run's trainer: a real python that sleeps, its command line naming its run
+    (runs/live: core.run.run_process)."""
+    live = str(tmp_path / "runs" / "live")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", live])
     try:
         yield proc
     finally:

@@ -98,7 +98,8 @@ def fleet_env(tmp_path: Path):
     (a live trainer), h2 with a dead and a completed run, h3 a closed port."""
     keys = SshKeys(tmp_path / "ssh")
     machines: dict[str, Machine] = {}
-    trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    live = str(tmp_path / "h1" / "runs" / "live")  # h1's run: its command line names it
+    trainer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", live])
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone_started = psutil.Process(gone.pid).create_time()
     gone.wait()
@@ -350,11 +351,15 @@ def plant_push_records(run: Path, token: str) -> None:
     (run / ".rgpu" / "pushes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
-def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env, monkeypatch) -> None:
-    keys, machines, trainer = fleet_env
+def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env, monkeypatch, request) -> None:
+    keys, machines, _h1_trainer = fleet_env
     hub, machine, run, best = machine_with_a_hub(keys, tmp_path, "h4", seed=7)
     plant_push_records(run, WRITE_TOKEN)
     monkeypatch.setenv("HF_TOKEN", LOCAL_TOKEN)  # the fleet's own token: it stays here too
+    # h4's trainer: its command line names its run (core.run.run_process)
+    code = "import time; time.sleep(600)"
+    trainer = subprocess.Popen([sys.executable, "-c", code, str(machine.root / "live")])
+    request.addfinalizer(lambda: (trainer.kill(), trainer.wait()))
     started = _iso(psutil.Process(trainer.pid).create_time())
     write_status(machine.root / "live", "running", trainer.pid, started)
     link = _link(keys, "h4", machine.root)

@@ -198,7 +198,9 @@ def test_30_mb_checkpoint_arrives_byte_identical(hub, tmp_path) -> None:
 def test_a_real_torch_checkpoint_is_pushed(hub, run) -> None:
     torch = pytest.importorskip("torch")
     path = run / "weights" / "last.pt"
-    torch.save({"model": {"w": torch.arange(1000, dtype=torch.float32)}, "epoch": 40}, path)
+    # libreyolo stores `epoch` 0-based: 39 is the checkpoint saved after epoch 40, and the
+    # push records the epoch the uploaded bytes hold
+    torch.save({"model": {"w": torch.arange(1000, dtype=torch.float32)}, "epoch": 39}, path)
     result = do_push(hub, run, "last.pt")
     assert result.ok, result.error
     assert result.epoch == 40

@@ -25,6 +25,7 @@ from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.launch.launch import launch
 from rgpu_tui.core.launch.launch_spec import make_spec
 from rgpu_tui.core.launch.stop import stop_run
+from rgpu_tui.core.picture.watch import RunsWatcher
 from rgpu_tui.core.records.launch_records import LaunchRecord, read_launches
 from rgpu_tui.core.records.launch_runs import (
     find_run_dir,
@@ -173,7 +174,9 @@ def test_a_run_survives_its_launcher_and_sighup(trained_dataset: Path, project: 
     assert _status(run_dir).get("state") == "completed", _console(record)
 
 
-def test_stop_ends_a_running_run_as_failed(trained_dataset: Path, project: Path) -> None:
+def test_stop_ends_a_running_run_as_stopped(trained_dataset: Path, project: Path) -> None:
+    """libreyolo writes failed/KeyboardInterrupt on SIGINT and drops completed_epochs; the
+    stop record makes it the user's stop: STOPPED, its epochs kept, no run_failed."""
     record = launch(_spec(trained_dataset, project, "stopme", 30), env=ENV)
     run_dir = _started(record)
     wait_until(lambda: _status(run_dir).get("current_epoch"), "the first epoch", TIMEOUT)
@@ -183,11 +186,16 @@ def test_stop_ends_a_running_run_as_failed(trained_dataset: Path, project: Path)
     # SIGINT alone ended it: no SIGTERM was due, so it ended within stop_term_after
     assert result.signals_sent == ("SIGINT",), (result, _console(record))
     assert result.target == f"process group {record.pid}"
-    assert result.final_state == "failed"
+    assert result.final_state == "stopped"
     st = _status(run_dir)
     assert st["state"] == "failed" and st["error"]["type"] == "KeyboardInterrupt"
+    assert "completed_epochs" not in st  # libreyolo dropped it
     assert seen[0] == ("sigint", pytest.approx(10, abs=0.5)) and seen[-1] == ("ended", None)
     assert not launch_alive(record)
+    (info,) = RunsWatcher(run_dir).refresh(time.time()).runs
+    assert info.state == "stopped" and info.error is None
+    assert info.completed_epochs and info.completed_epochs >= 1  # from metrics.jsonl
+    assert info.progress == pytest.approx(info.completed_epochs / 30)
 
 
 def test_arguments_arrive_literally(trained_dataset: Path, project: Path) -> None:
@@ -200,7 +208,7 @@ def test_arguments_arrive_literally(trained_dataset: Path, project: Path) -> Non
     assert cmdline[-len(record.argv) :] == list(record.argv)
     assert f"name={weird}" in cmdline
     assert read_launches(str(project))[0].argv == record.argv
-    assert stop_run(run_dir, FAST_STOP).final_state == "failed"
+    assert stop_run(run_dir, FAST_STOP).final_state == "stopped"
 
 
 def test_a_clashing_name_resolves_to_name2(trained_dataset: Path, project: Path) -> None:
@@ -213,7 +221,8 @@ def test_a_clashing_name_resolves_to_name2(trained_dataset: Path, project: Path)
     run_dir = _started(record)
     assert run_dir == str(project / "clash2")
     assert find_run_dir(str(project), record.pid, "clash") == run_dir
-    assert stop_run(run_dir, FAST_STOP).final_state == "failed"
+    # its argv names project/clash; its open train.log names clash2: it is clash2's
+    assert stop_run(run_dir, FAST_STOP).final_state == "stopped"
 
 
 def test_a_bad_model_name_shows_the_console_error(trained_dataset: Path, project: Path) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from support.screen_runs import LONG_LINE, append_log, build_screen_root
+from support.screen_runs import LONG_LINE, append_log, build_screen_root, start_trainer
 from support.tmux import Tmux
 
 from e2e.test_tmux import _need_tmux, home, log_box, terminals  # noqa: F401 (fixtures)
@@ -66,9 +66,16 @@ def _empty_log_rows(screen: str) -> int:
     return sum(1 for row in log_box(screen).splitlines() if not row.strip())
 
 
-def test_80x24_whole_words_help_scrolls_and_the_log_gets_the_width(terminals, home, tmp_path):  # noqa: F811
+def test_80x24_whole_words_help_scrolls_and_the_log_gets_the_width(
+    terminals,  # noqa: F811
+    home,  # noqa: F811
+    tmp_path,
+    request,
+):
     _need_tmux()
-    root = build_screen_root(tmp_path)
+    trainer = start_trainer(tmp_path)
+    request.addfinalizer(lambda: (trainer.kill(), trainer.wait()))
+    root = build_screen_root(tmp_path, trainer.pid)
     term = terminals(80, 24)
     screen = _start(term, root, home, tmp_path)
     print(f"\n--- 80x24 ---\n{screen}")
@@ -116,9 +123,16 @@ def test_80x24_whole_words_help_scrolls_and_the_log_gets_the_width(terminals, ho
     assert term.wait_exit(UI_TIMEOUT) == 0
 
 
-def test_120x40_no_empty_log_rows_while_metrics_are_left_out(terminals, home, tmp_path):  # noqa: F811
+def test_120x40_no_empty_log_rows_while_metrics_are_left_out(
+    terminals,  # noqa: F811
+    home,  # noqa: F811
+    tmp_path,
+    request,
+):
     _need_tmux()
-    root = build_screen_root(tmp_path)
+    trainer = start_trainer(tmp_path)
+    request.addfinalizer(lambda: (trainer.kill(), trainer.wait()))
+    root = build_screen_root(tmp_path, trainer.pid)
     term = terminals(120, 40)
     _start(term, root, home, tmp_path, "--price-per-hour", "2.10")
     # 38 metrics: some are left out ("metrics 1/2"); the log's rows show lines

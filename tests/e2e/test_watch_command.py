@@ -33,7 +33,9 @@ class Trainer:
     def __init__(self, run_dir: Path, total_epochs: int = 10) -> None:
         self.run_dir = run_dir
         self.total = total_epochs
-        self.proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        # its command line names its run, as a trainer's does (core.run.run_process)
+        code = "import time; time.sleep(600)"
+        self.proc = subprocess.Popen([sys.executable, "-c", code, str(run_dir)])
         created = psutil.Process(self.proc.pid).create_time()
         self.started_at = datetime.fromtimestamp(int(created), tz=timezone.utc).isoformat()
         self.status("running", completed_epochs=2)

@@ -42,11 +42,16 @@ def collector() -> Iterator[Callable[..., Collector]]:
 
 @pytest.fixture
 def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
-    """spawn(): a real child process (a python that sleeps), killed and reaped at teardown."""
+    """spawn(): a real child process (a python that sleeps), killed and reaped at teardown;
+    spawn(cwd=RUN): one working in the run directory RUN (created), as a trainer does
+    (core.run.run_process)."""
     procs: list[subprocess.Popen] = []
 
-    def start(seconds: float = 60.0) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+    def start(seconds: float = 60.0, cwd: Path | None = None) -> subprocess.Popen:
+        if cwd is not None:
+            cwd.mkdir(parents=True, exist_ok=True)
+        code = f"import time; time.sleep({seconds})"
+        proc = subprocess.Popen([sys.executable, "-c", code], cwd=cwd)
         procs.append(proc)
         return proc
 

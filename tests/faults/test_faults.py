@@ -90,6 +90,11 @@ def status_doc(state: str = "running", epoch: int = 3, total: int = 10, **extra)
     return doc
 
 
+def alive(proc) -> dict:
+    """status.json's pid and started_at for a live trainer."""
+    return {"pid": proc.pid, "started_at": iso(psutil.Process(proc.pid).create_time())}
+
+
 def write_status(run: Path, doc: dict, mtime: float | None = None) -> None:
     """Atomically, as libreyolo does (a new inode each time)."""
     tmp = run / ".status.json.tmp"
@@ -108,7 +113,7 @@ def make_run(
     log: list[str] | None = None,
 ) -> Path:
     run = root / name
-    run.mkdir(parents=True)
+    run.mkdir(parents=True, exist_ok=True)
     if status is not None:
         write_status(run, status)
     if epochs:
@@ -175,17 +180,18 @@ def test_torn_metrics_line_waits_for_its_newline(tmp_path, collector) -> None:
 
 
 def test_status_json_rewritten_in_place_keeps_the_last_good_value_and_says_why(
-    tmp_path, collector
+    tmp_path, collector, spawn
 ) -> None:
     """Fault: status.json replaced by a non-atomic writer (truncate, partial write, then
     the rest) while it is read: the last good value stays, the run says why, then recovers."""
     run = make_run(tmp_path / "runs", "exp", status=None, epochs=0)
-    write_status(run, status_doc(epoch=5), mtime=time.time() - 30)
+    trainer = alive(spawn(cwd=run))
+    write_status(run, status_doc(epoch=5, **trainer), mtime=time.time() - 30)
     c = collector(tmp_path / "runs")
     good = only_run(c.refresh(time.time()))
     assert (good.state, good.current_epoch, good.problem) == ("running", 5, None)
 
-    new = json.dumps(status_doc(epoch=6)).encode()
+    new = json.dumps(status_doc(epoch=6, **trainer)).encode()
     with open(run / "status.json", "r+b", buffering=0) as f:
         f.truncate(0)  # the writer has just opened it with "w"
         r = only_run(c.refresh(time.time()))
@@ -203,23 +209,24 @@ def test_status_json_rewritten_in_place_keeps_the_last_good_value_and_says_why(
     assert (r.state, r.current_epoch, r.problem) == ("running", 6, None)
 
 
-async def test_half_written_status_json_in_the_app_header(tmp_path) -> None:
+async def test_half_written_status_json_in_the_app_header(tmp_path, spawn) -> None:
     """Fault: status.json half-written while the app refreshes: the header keeps the epoch
     and says why; once written whole the note goes away."""
     root = tmp_path / "runs"
     run = make_run(root, "exp", status=None, epochs=0)
-    write_status(run, status_doc(epoch=5), mtime=time.time() - 30)
+    trainer = alive(spawn(cwd=run))
+    write_status(run, status_doc(epoch=5, **trainer), mtime=time.time() - 30)
     app = RgpuApp(root=str(root), interval=3600.0, fake_gpus=1)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         assert "epoch 5/10" in rendered(app.run_header)
-        (run / "status.json").write_bytes(json.dumps(status_doc(epoch=6)).encode()[:40])
+        (run / "status.json").write_bytes(json.dumps(status_doc(epoch=6, **trainer)).encode()[:40])
         app.request_refresh()
         await wait_for(pilot, lambda: HALF_WRITTEN in rendered(app.run_header))
         header = rendered(app.run_header)
         assert "RUN" in header and "epoch 5/10" in header
         assert app.refresh_error is None
-        (run / "status.json").write_text(json.dumps(status_doc(epoch=6)))
+        (run / "status.json").write_text(json.dumps(status_doc(epoch=6, **trainer)))
         app.request_refresh()
         await wait_for(pilot, lambda: "epoch 6/10" in rendered(app.run_header))
         assert HALF_WRITTEN not in rendered(app.run_header)
@@ -487,16 +494,17 @@ def deny(monkeypatch, path: Path) -> None:
     monkeypatch.setattr(os, "open", fake_os_open)
 
 
-def test_permission_denied_on_status_json(tmp_path, collector, monkeypatch, capsys) -> None:
+def test_permission_denied_on_status_json(tmp_path, collector, monkeypatch, capsys, spawn) -> None:
     """Fault: status.json cannot be opened (permission denied): the run keeps its last good
     values and says why; a run never read says '?' and why; both recover."""
     root = tmp_path / "runs"
     seen = make_run(root, "seen", status=None, epochs=2)
-    write_status(seen, status_doc(epoch=2), mtime=time.time() - 30)
+    trainer = alive(spawn(cwd=seen))
+    write_status(seen, status_doc(epoch=2, **trainer), mtime=time.time() - 30)
     c = collector(root)
     assert only_run(c.refresh(time.time())).current_epoch == 2
 
-    write_status(seen, status_doc(epoch=3))  # rewritten: now unreadable to us
+    write_status(seen, status_doc(epoch=3, **trainer))  # rewritten: now unreadable to us
     with monkeypatch.context() as m:
         deny(m, seen / "status.json")
         r = only_run(c.refresh(time.time()))
@@ -505,7 +513,8 @@ def test_permission_denied_on_status_json(tmp_path, collector, monkeypatch, caps
         )  # fmt: skip
 
         # a run whose status.json was never readable: state unknown, its metrics still shown
-        fresh = make_run(root, "fresh", status=status_doc(epoch=2), epochs=2)
+        fresh_trainer = alive(spawn(cwd=root / "fresh"))
+        fresh = make_run(root, "fresh", status=status_doc(epoch=2, **fresh_trainer), epochs=2)
         deny(m, fresh / "status.json")
         assert cli.main(["snapshot", "--fake-gpus", "1", str(fresh)]) == 0
         out = capsys.readouterr().out
@@ -574,10 +583,11 @@ class FakeNvml:
         return 60 + self._board(h)
 
 
-def test_nvml_loses_a_gpu_mid_run_the_others_keep_updating(tmp_path, collector) -> None:
+def test_nvml_loses_a_gpu_mid_run_the_others_keep_updating(tmp_path, collector, spawn) -> None:
     """Fault: NVML loses GPU 1 of 3 during a run (GpuIsLost): it reads LOST, the others keep
     updating, the run and the rest of the snapshot are untouched; it comes back later."""
-    make_run(tmp_path / "runs", "exp", status=status_doc())
+    trainer = spawn(cwd=tmp_path / "runs" / "exp")
+    make_run(tmp_path / "runs", "exp", status=status_doc(**alive(trainer)))
     fake = FakeNvml(3)
     c = collector(tmp_path / "runs", fake_gpus=None)
     c.gpus.close()
@@ -666,7 +676,7 @@ def test_reused_pid_is_dead(tmp_path, collector, spawn) -> None:
 def test_sigkilled_trainer_is_dead_within_two_refreshes(tmp_path, collector, spawn, reaped):
     """Fault: the trainer is SIGKILLed (OOM killer, kill -9): status.json keeps saying
     running, and the run reads DEAD within two refreshes."""
-    trainer = spawn()
+    trainer = spawn(cwd=tmp_path / "runs" / "exp")
     created = psutil.Process(trainer.pid).create_time()
     make_run(tmp_path / "runs", "exp", status=status_doc(pid=trainer.pid, started_at=iso(created)))
     c = collector(tmp_path / "runs")
@@ -688,7 +698,7 @@ def test_sigkilled_trainer_is_dead_within_two_refreshes(tmp_path, collector, spa
 async def test_sigkilled_trainer_reads_dead_in_the_app(tmp_path, spawn) -> None:
     """Fault: the trainer SIGKILLed while the app watches it: the runs list says DEAD and the
     header says why."""
-    trainer = spawn()
+    trainer = spawn(cwd=tmp_path / "runs" / "exp")
     created = psutil.Process(trainer.pid).create_time()
     make_run(tmp_path / "runs", "exp", status=status_doc(pid=trainer.pid, started_at=iso(created)))
     app = RgpuApp(root=str(tmp_path / "runs"), interval=0.05, fake_gpus=1)

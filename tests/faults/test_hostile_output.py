@@ -195,8 +195,10 @@ def test_snapshot_and_cost_into_a_closed_pipe_end_quietly(hostile_root: Path, tm
 def test_actions_into_a_closed_pipe_keep_their_status(hostile_root: Path, tmp_path) -> None:
     env = _env(tmp_path)
     run = str(hostile_root / HOSTILE_NAME)
-    # stop: a failed run is not running: "stopped: ... (sent nothing ...)", status 0
-    assert _into_closed_pipe(["stop", run], env) == (0, b"")
+    # stop: a failed run is not running: its one-line error on stderr, status 1
+    rc, err = _into_closed_pipe(["stop", run], env)
+    assert rc == 1 and b"Traceback" not in err and b"BrokenPipe" not in err, err
+    assert b"is not running (it reads failed): nothing sent" in err, err
     # push --json without a Hub repo: the JSON result, then its one-line error, status 1
     rc, err = _into_closed_pipe(["push", run, "--json"], env)
     assert rc == 1 and b"Traceback" not in err and b"BrokenPipe" not in err, err

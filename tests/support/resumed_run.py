@@ -83,3 +83,34 @@ def killed_and_resumed(project: Path, t0: float, *, exits: bool = True) -> Path:
     for path in run.rglob("*"):
         os.utime(path, (t0 + 75, t0 + 75))
     return run
+
+
+def killed_and_resumed_twice(project: Path, t0: float) -> Path:
+    """killed_and_resumed (with exits), then resumed again from epoch_23.pt: launched t0+80,
+    status.json started t0+82, completed at t0+118 (libreyolo's elapsed 36 s), epochs 24-30;
+    its exit recorded at t0+119. Its time: 53 + 17 + 38 = 108 s over three attempts."""
+    run = killed_and_resumed(project, t0)
+    rows = [{"epoch": e, "time": EPOCH_S, "train/loss": 8.0 / e} for e in range(24, 31)]
+    with open(run / "metrics.jsonl", "a") as out:
+        out.write("".join(json.dumps(r) + "\n" for r in rows))
+    pid = dead_pid()
+    status = {
+        "state": "completed",
+        "pid": pid,
+        "total_epochs": 30,
+        "start_epoch": 24,
+        "completed_epochs": 30,
+        "current_epoch": 30,
+        "started_at": iso(t0 + 82),
+        "updated_at": iso(t0 + 118),
+        "elapsed_seconds": 36.0,
+        "mean_epoch_seconds": EPOCH_S,
+    }
+    (run / "status.json").write_text(json.dumps(status))
+    records = project / ".rgpu" / "launches.jsonl"
+    resume = ["libreyolo", "train", f"model={run}/weights/epoch_23.pt", "resume=True"]
+    _line(records, _launch(project, "r2", t0 + 80, pid, resume, t0 + 119))
+    _line(records, {"kind": "exit", "id": "r2", "returncode": 0, "time": t0 + 119})
+    for path in run.rglob("*"):
+        os.utime(path, (t0 + 119, t0 + 119))
+    return run

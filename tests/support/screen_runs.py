@@ -1,8 +1,10 @@
 """A runs root that looks like the first minutes of a real run, for the tests of the screen
 in a real terminal: libreyolo's files as it writes them.
 
-* `yolo9t-coco8`: running (its pid is PID 1, alive, and its started_at is PID 1's start, so
-  the liveness check passes for real), epoch 6 of 50, every column libreyolo writes for a
+* `yolo9t-coco8`: running (its pid is a live trainer's, `trainer_pid`, whose command line
+  names the run, and its started_at is that process's start, so the liveness check passes
+  for real; PID 1 by default, for the in-process tests whose conftest gives PID 1 the run:
+  tests/tui/conftest.py), epoch 6 of 50, every column libreyolo writes for a
   yolo9 (38 metrics, taken from the completed fixture run), a short log (a run that just
   started) with one line longer than an 80-column screen;
 * `sample_done`: the completed fixture run (3 epochs, the same 38 metrics, 24 log lines);
@@ -14,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,10 +62,17 @@ def _live_rows(template: dict, epochs: int) -> list[dict]:
     return rows
 
 
-def build_screen_root(base: Path) -> Path:
+def start_trainer(base: Path) -> subprocess.Popen:
+    """A live process standing for yolo9t-coco8's trainer under `base`: its command line
+    names the run (core.run.run_process). The caller kills it."""
+    run = str(base / "runs" / LIVE)
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", run])
+
+
+def build_screen_root(base: Path, trainer_pid: int = 1) -> Path:
     """The runs root under `base` (made here); returns it."""
     now = time.time()
-    t0 = float(int(psutil.Process(1).create_time()))
+    t0 = float(int(psutil.Process(trainer_pid).create_time()))
     root = base / "runs"
     root.mkdir(parents=True)
 
@@ -115,7 +126,7 @@ def build_screen_root(base: Path) -> Path:
         json.dumps(
             {
                 "schema_version": 1,
-                "pid": 1,
+                "pid": trainer_pid,
                 "model_family": "yolo9",
                 "model_size": "t",
                 "save_dir": str(live),

@@ -161,6 +161,22 @@ def runs_root(tmp_path: Path) -> RunsRoot:
     return build_runs_root(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def pid_1_works_in_its_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PID 1 stands for the running run's trainer (a pid the same on every machine, so the
+    wide GPU rows do not change). A process counts as a run's only when it works in the
+    run's directory (core.run.run_process.works_in: its cwd, argv or open files), which
+    the machine's init never does for a temporary directory: for PID 1 alone that reading
+    is given; every other process is read for real (tests/unit/launch/test_run_process_dir.py
+    tests the rule on real processes)."""
+    from rgpu_tui.core.run import run_process
+
+    real = run_process.works_in
+    monkeypatch.setattr(
+        run_process, "works_in", lambda proc, run_dir: proc.pid == 1 or real(proc, run_dir)
+    )
+
+
 GIB = 1024**3
 
 

@@ -125,6 +125,8 @@ def _iso(ts: float) -> str:
 @pytest.fixture
 def stoppable_run(tmp_path):
     """A run directory whose status.json names a real process (it ignores SIGINT)."""
+    run = tmp_path / "runs" / "victim"
+    run.mkdir(parents=True)  # the trainer works in it (its cwd: core.run.run_process)
     child = subprocess.Popen(
         [
             sys.executable,
@@ -135,12 +137,11 @@ def stoppable_run(tmp_path):
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
+        cwd=run,
     )
     # it says so once SIGINT is ignored: a stop pressed sooner would end it by SIGINT
     assert child.stdout.readline() == b"ready\n"
     created = psutil.Process(child.pid).create_time()
-    run = tmp_path / "runs" / "victim"
-    run.mkdir(parents=True)
     (run / "status.json").write_text(
         json.dumps(
             {
@@ -178,7 +179,8 @@ async def test_stop_dialog_escalates_and_the_run_ends(stoppable_run):
         assert child.returncode == -15
         await wait_for(pilot, lambda: "stopped" in str(app.screen.query_one("#body").render()))
         assert "SIGINT, SIGTERM" in str(app.screen.query_one("#body").render())
-        await wait_for(pilot, lambda: app.snapshot.selected_run.state == "dead")
+        # status.json still says running, the process is gone: the user's stop, not DEAD
+        await wait_for(pilot, lambda: app.snapshot.selected_run.state == "stopped")
 
 
 async def test_stop_refuses_a_run_that_is_not_running(runs_root):

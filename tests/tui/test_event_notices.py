@@ -18,7 +18,10 @@ from .helpers import wait_for
 
 
 def start_trainer(run_dir: Path) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    """A python working in `run_dir` (its cwd, as a trainer: core.run.run_process)."""
+    run_dir.mkdir(parents=True)
+    code = "import time; time.sleep(600)"
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=run_dir)
     created = psutil.Process(proc.pid).create_time()
     doc = {
         "state": "running",
@@ -27,7 +30,6 @@ def start_trainer(run_dir: Path) -> subprocess.Popen:
         "total_epochs": 10,
         "completed_epochs": 4,
     }
-    run_dir.mkdir(parents=True)
     (run_dir / "status.json").write_text(json.dumps(doc))
     return proc
 

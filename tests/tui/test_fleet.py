@@ -405,13 +405,13 @@ async def test_s_stops_through_the_agent_and_reports_its_phases(runs_root, machi
         await wait_for(pilot, lambda: any(c["cmd"] == "stop" for c in h1.sent))
         cmd = h1.answer(
             "stop",
-            {"ok": True, "error": None, "stop": {"ok": True, "final_state": "failed",
+            {"ok": True, "error": None, "stop": {"ok": True, "final_state": "stopped",
              "signals_sent": ["SIGINT"], "error": None, "target": "process 1",
              "seconds": 1.5}},
             progress=[{"cmd": "stop", "phase": "sigint", "seconds_left": 30}],
         )  # fmt: skip
         assert cmd == {"cmd": "stop", "run": str(runs_root.root / "live_exp")}
-        want = "live_exp stopped (SIGINT); libreyolo recorded it as failed (interrupted)"
+        want = "live_exp stopped (SIGINT); shown as STOPPED, its epochs kept (r resumes it)"
         await wait_for(pilot, lambda: any(want in n for n in notices(app)))
         assert want in str(app.screen.query_one("#body").render())
 
@@ -618,7 +618,9 @@ async def test_charts_of_runs_marked_on_two_hosts_are_overlaid(runs_root, machin
         await wait_for(pilot, lambda: type(app.screen).__name__ == "CompareScreen")
         body = rendered(app.screen.query_one("#body"))
         assert "h1:live_exp" in body and "h2:done" in body
-        assert "$1.25" in body  # 30 epochs x 60 s at h1's $2.50/h
+        # the run's time as every view gives it (its attempt: 1 h running, not only its 30
+        # epochs' 30 min) at h1's $2.50/h
+        assert "$2.50" in body and "1h00m" in body
         await pilot.press("t", "escape")
         await wait_for(pilot, lambda: app.host_screen is None)
         assert charts_sent(h1)[-1] == [] and charts_sent(h2)[-1] == []

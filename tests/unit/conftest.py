@@ -83,9 +83,17 @@ def children() -> Iterator[list[subprocess.Popen]]:
 
 
 @pytest.fixture
-def live_process() -> Iterator[psutil.Process]:
-    """A live child process (`sleep 30`), killed on teardown."""
-    proc = subprocess.Popen(["sleep", "30"])
+def live_dir(tmp_path: Path) -> Path:
+    """The run directory `live_process` works in (a test module may override it)."""
+    return tmp_path / "r"
+
+
+@pytest.fixture
+def live_process(live_dir: Path) -> Iterator[psutil.Process]:
+    """A live child process (`sleep 30`) working in `live_dir` (its cwd, as a trainer
+    works in its run: core.run.run_process), killed on teardown."""
+    live_dir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(["sleep", "30"], cwd=live_dir)
     try:
         yield psutil.Process(proc.pid)
     finally:

@@ -57,6 +57,7 @@ from ..base.values import TIMES, checked, parse_json
 from ..machine.system import CHECKPOINT_FACTOR, DISK_FULL_FRACTION, FULL_IN_WARN_HOURS
 from ..model.snapshot import RunInfo, Snapshot
 from ..picture.snapshot_text import epoch_text
+from ..records.launch_records import launched_for
 from ..run.tail import redact
 
 STATE_VERSION = 1
@@ -72,6 +73,7 @@ RUN_EVENTS = {
     "running": "run_started",
     "completed": "run_done",
     "failed": "run_failed",
+    "stopped": "run_stopped",
     "dead": "run_dead",
     "stalled": "run_stalled",
 }
@@ -79,6 +81,7 @@ EVENT_NAMES = (
     "run_started",
     "run_done",
     "run_failed",
+    "run_stopped",
     "run_dead",
     "run_stalled",
     "new_best",
@@ -273,6 +276,10 @@ class EventEngine:
             text = f"{name} completed: epoch {epochs}{best}{took}"
         elif run.state == "failed":
             text = f"{name} failed at epoch {epochs}: {run.error or 'no error given'}"
+        elif run.state == "stopped":  # by the user (a stop record): news, not a failure
+            text = f"{name} stopped by the user at epoch {epochs}"
+            if run.elapsed_seconds:
+                text += f" (ran {fmt_duration(run.elapsed_seconds)})"
         elif run.state == "dead":
             text = f"{name} is DEAD at epoch {epochs}: {run.error or 'its process is gone'}"
             if run.elapsed_seconds:  # every attempt's time, as the cost counts it
@@ -280,7 +287,10 @@ class EventEngine:
                 text += f" over {len(run.attempts)} attempts)" if len(run.attempts) > 1 else ")"
         else:  # stalled
             text = f"{name} stalled at epoch {epochs}: {run.error or 'no status update'}"
-        return self._event(now, RUN_EVENTS[run.state], run.run_dir, text)
+        # a launch that died before its status.json: the run directory it was launched for,
+        # never its stand-in under .rgpu/launch/ (notify's {run})
+        run_dir = launched_for(run.run_dir) or run.run_dir
+        return self._event(now, RUN_EVENTS[run.state], run_dir, text)
 
     def _new_best(self, run: RunInfo, rec: dict, now: float) -> list[Event]:
         best = [run.best_epoch, run.best_metric]

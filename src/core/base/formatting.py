@@ -30,6 +30,16 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
+def fmt_eta(eta: float | None, overdue: float | None = None, unknown: str = "?") -> str:
+    """A run's ETA: '4m05s', 'overdue 1m05s' when its last epoch is later than its
+    estimate (RunInfo.eta_overdue_seconds: never 'ETA 0s' while it runs), else `unknown`."""
+    if overdue is not None and math.isfinite(overdue):
+        return f"overdue {fmt_duration(overdue)}"
+    if eta is None or not math.isfinite(eta):
+        return unknown
+    return fmt_duration(eta)
+
+
 def fmt_money(value: float | None) -> str:
     """Dollars to the cent; '?' when unknown."""
     if value is None or not math.isfinite(value):

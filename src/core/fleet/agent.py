@@ -391,7 +391,7 @@ class Agent:
 
         def work() -> None:
             try:
-                result = stop_fn(run_dir, self.settings, on_progress=progress)
+                result = stop_fn(run_dir, self.settings, on_progress=progress, by="fleet")
             except Exception as exc:  # stop_run reports its failures; a bug must not vanish
                 self._answer(ident, False, f"stop failed: {headless.one_line(exc)}")
                 return

@@ -12,7 +12,16 @@ from dataclasses import dataclass
 
 from ..model.snapshot import AutostopPlan, Snapshot
 
-STATE_ORDER = ("running", "stalled", "starting", "dead", "failed", "completed", "unknown")
+STATE_ORDER = (
+    "running",
+    "stalled",
+    "starting",
+    "dead",
+    "failed",
+    "stopped",
+    "completed",
+    "unknown",
+)
 
 
 def gpu_source_label(source: object) -> str:
@@ -44,6 +53,7 @@ class HostSummary:
     # where its GPU numbers come from: "nvml", "fake" (simulated: invented numbers) or
     # "replay" (a recording); None without GPUs
     gpu_source: str | None = None
+    eta_overdue_seconds: float | None = None  # its last epoch is this late (no ETA then)
 
     @property
     def gpu_label(self) -> str:
@@ -56,7 +66,7 @@ def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSum
     `error`: why the snapshot could not be read."""
     gpus = util = source = None
     counts: dict[str, int] = {}
-    newest = newest_state = best = best_name = eta = None
+    newest = newest_state = best = best_name = eta = overdue = None
     price = spent = idle_spent = autostop = None
     idle = False
     if snap is not None:
@@ -73,7 +83,8 @@ def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSum
             r = snap.runs[0]
             newest, newest_state = r.name, r.state
             best, best_name = r.best_metric, r.best_metric_name
-            eta = r.eta_seconds if r.state in ("running", "stalled") else None
+            if r.state in ("running", "stalled"):
+                eta, overdue = r.eta_seconds, r.eta_overdue_seconds
         autostop = snap.autostop  # the host's watcher's plan; never made up here
         c = snap.cost
         if c is not None and c.configured:
@@ -100,6 +111,7 @@ def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSum
         idle_spent=idle_spent,
         autostop=autostop,
         gpu_source=source,
+        eta_overdue_seconds=overdue,
     )
 
 

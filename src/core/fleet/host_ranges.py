@@ -77,6 +77,7 @@ RANGES: dict[type, dict[str, Range]] = {
         "pid": PIDS, "current_epoch": EPOCHS, "total_epochs": EPOCHS, "best_epoch": EPOCHS,
         "progress": PROGRESS, "eta_seconds": DURATIONS, "elapsed_seconds": DURATIONS,
         "mean_epoch_seconds": DURATIONS, "gpu_indices": GPU_INDEX, "updated": TIMES,
+        "eta_overdue_seconds": DURATIONS,
     },
     MetricColumn: {"best_epoch": EPOCHS},
     MetricsView: {"rows": COUNT, "malformed_lines": COUNT, "non_finite_values": COUNT},

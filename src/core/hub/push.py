@@ -47,7 +47,7 @@ from ..base.private import private_dir
 from ..base.urls import strip_userinfo
 from ..records.push_records import pushes_path, read_pushes
 from ..records.records import append_json_line
-from ..run.checkpoints import checkpoint_epoch_metric, resolve
+from ..run.checkpoints import checkpoint_epoch_metric, checkpoint_rows, resolve
 from ..run.hub_target import ARTIFACTS_REQUEST, push_target
 from ..run.run_files import artifacts_digest, checkpoint_problem, read_artifacts
 from .hub_client import DEFAULT_ENDPOINT, DEFAULT_TIMEOUT
@@ -316,7 +316,13 @@ def push(
                 src, staging_dir(run_dir), settle_s=settle_s, tries=tries,
                 progress=copy_started, within=run_dir,
             )  # fmt: skip
-            record.update(sha256=staged.sha256, size=staged.size)
+            record.update(sha256=staged.sha256, size=staged.size, file_mtime=staged.mtime)
+            if staged.epoch is not None and staged.epoch != record["epoch"]:
+                # rewritten since it was asked for (an epoch ended during the settle
+                # wait): the record says what the bytes hold, the ask is kept apart
+                record["asked_epoch"] = record["epoch"]
+                record["epoch"] = staged.epoch
+                record["metric_name"], record["metric"] = _metric_of(run_dir, staged.epoch)
         artifacts, record["notices"] = read_artifacts(run_dir)
         if is_artifacts:
             if not artifacts:
@@ -395,6 +401,12 @@ def push(
     finally:
         if staged is not None:
             staged.remove()
+
+
+def _metric_of(run_dir: str, epoch: int) -> tuple[str | None, float | None]:
+    """The metric of `epoch` by the metrics rows (its last row), read now."""
+    got = checkpoint_rows(run_dir).by_epoch.get(epoch)
+    return got if got is not None else (None, None)
 
 
 def _not_on_hub(

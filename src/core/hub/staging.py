@@ -52,6 +52,10 @@ class Staged:
     path: str
     sha256: str
     size: int
+    # the epoch the copied bytes hold (the checkpoint's own, as resume reads it): None when
+    # it does not say, or the copy was not checked
+    epoch: int | None = None
+    mtime: float | None = None  # the source's mtime when these bytes were copied
 
     def remove(self) -> None:
         """Delete the staged copy (quietly: it may be gone already)."""
@@ -206,12 +210,14 @@ def _copy(
         os.close(fd_in)
 
 
-def check_checkpoint(path: str, name: str) -> None:
+def check_checkpoint(path: str, name: str) -> int | None:
     """Raise StagingError unless `path` is a complete torch checkpoint whose every member
-    passes its CRC check (core.run.torch_checkpoint: the one check, here with the CRCs)."""
-    problem = check_torch_checkpoint(path, name, crc=True).problem
-    if problem is not None:
-        raise StagingError(problem)
+    passes its CRC check (core.run.torch_checkpoint: the one check, here with the CRCs);
+    the epoch it holds (None when it does not say)."""
+    got = check_torch_checkpoint(path, name, crc=True, epoch=True)
+    if got.problem is not None:
+        raise StagingError(got.problem)
+    return got.epoch
 
 
 def _free_bytes(path: str) -> int | None:
@@ -292,10 +298,11 @@ def stage(
             _unlink(tmp)
             continue
         digest, size = copied
+        epoch = None
         try:
             if check_zip:
                 try:
-                    check_checkpoint(tmp, name)
+                    epoch = check_checkpoint(tmp, name)
                 except StagingError:
                     # a writer that pauses longer than settle_s leaves a still but
                     # unfinished file: if it moves again, try again; else it is bad
@@ -308,5 +315,5 @@ def stage(
         except BaseException:
             _unlink(tmp)
             raise
-        return Staged(path=final, sha256=digest, size=size)
+        return Staged(final, digest, size, epoch, st.st_mtime_ns / 1e9)
     raise StagingError(f"{name} keeps changing: tried {tries} times")

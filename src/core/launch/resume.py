@@ -51,6 +51,7 @@ from ..base.safeio import read_regular
 from ..base.values import EPOCHS, checked, parse_json, parse_time
 from ..records.launch_records import LaunchRecord, read_launches
 from ..records.launch_runs import launch_alive, match_launches, resume_of, runs_on_disk
+from ..records.stop_records import read_stops, stop_of, stopped_state
 from ..run.status import check_pid
 from ..run.tail import describe_os_error
 from ..run.train_config import NAME as CONFIG_NAME
@@ -87,7 +88,7 @@ class ResumePlan:
     data: str
     device: str | None  # None: not known; libreyolo picks (auto)
     argv: tuple[str, ...]
-    state: str  # what the run reads now: "dead", "failed", "unknown" (no status.json)
+    state: str  # what the run reads now: "dead", "failed", "stopped", "unknown" (no status.json)
     completed_epochs: int | None  # the last epoch done, as far as status/metrics say
     total_epochs: int | None
     notices: tuple[str, ...] = ()
@@ -217,14 +218,14 @@ def _alive_reason(run_dir: str, status: dict, records: list[LaunchRecord]) -> st
         return None
     pid = status.get("pid")
     started_at = parse_time(status.get("started_at"))
-    if not check_pid(pid, started_at).alive:
+    if not check_pid(pid, started_at, run_dir).alive:
         return None  # DEAD, as the app shows it
     create_time = None
     for record in reversed(records):
         if record.pid == pid and record.run_dir in (None, run_dir):
             create_time = record.create_time
             break
-    found = verify(pid, started_at, create_time)
+    found = verify(pid, started_at, create_time, run_dir)
     if found == GONE:
         return None
     if isinstance(found, str):
@@ -277,6 +278,9 @@ def plan_resume(
         if alive:
             raise ResumeError(f"{name}: {alive}")
         state = {"running": "dead", "failed": "failed"}.get(raw_state, "unknown")
+        pid = status.get("pid") if type(status.get("pid")) is int else None
+        stop = stop_of(read_stops(run_dir), pid, parse_time(status.get("started_at")))
+        state = stopped_state(state, stop)  # the user stopped it: STOPPED, not FAILED
         total = checked(status.get("total_epochs"), EPOCHS, integer=True)[0]
         done = checked(status.get("completed_epochs"), EPOCHS, integer=True)[0]
     else:

@@ -3,9 +3,12 @@
 SIGINT first (libreyolo then records `failed`/KeyboardInterrupt and keeps its last
 checkpoint), SIGTERM after settings.stop_term_after s, SIGKILL after
 settings.stop_kill_after s, and only ever to a process that started with the run and
-looks like a trainer (core.launch.stop_target decides). `stop_run` stops the run of a run
+looks like a trainer (core.launch.stop_target decides). Before the first signal a line in
+`<run>/.rgpu/stops.jsonl` says who stopped which attempt (core.records.stop_records), so
+the run reads STOPPED afterwards, not FAIL or DEAD. `stop_run` stops the run of a run
 directory, `stop_launch` a launch that has no status.json yet. Both block until the
-process has ended (or cannot be stopped) and report progress as they go.
+process has ended (or cannot be stopped) and report progress as they go. A run that is not
+running is not stopped: `ok` is False and `error` says what it reads.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import psutil
 
 from ..records.launch_records import LaunchRecord, read_launches
 from ..records.launch_runs import launch_state, read_status
+from ..records.records import append_json_line
+from ..records.stop_records import StopRecord, read_stops, stop_of, stopped_state, stops_path
 from ..run.status import check_pid, derive_state, parse_time
 from .stop_target import GONE, Target, verify
 from .stop_target import target as stop_target
@@ -133,13 +138,15 @@ def stop_run(
     on_progress: ProgressFn | None = None,
     sleep: Callable[[float], None] = time.sleep,
     now: Callable[[], float] = time.time,
+    by: str = "rgpu-tui stop",
 ) -> StopResult:
     """Stop the run in run_dir: SIGINT, SIGTERM after settings.stop_term_after s,
     SIGKILL after settings.stop_kill_after s. Blocks until the process has ended.
 
     on_progress(phase, seconds_left): phase "sigint" / "sigterm" (seconds until the
     next signal), "sigkill" (seconds left to wait), "ended" (None). Only a process
-    that core.launch.stop_target.verify accepts as the run is ever signalled.
+    that core.launch.stop_target.verify accepts as the run is ever signalled. `by`: who
+    asked ("app", "rgpu-tui stop", "fleet"), for the stop record.
     """
     st = read_status(run_dir)
     if st is None:
@@ -147,15 +154,24 @@ def stop_run(
     state = st.get("state")
     pid = st.get("pid")
     started_at = parse_time(st.get("started_at"))
-    if state != "running":
-        return StopResult(True, str(state) if state else None, error=None)
-    proc = verify(pid, started_at, _launched_create_time(run_dir, pid))
+    proc = None
+    if state == "running":
+        proc = verify(pid, started_at, _launched_create_time(run_dir, pid), run_dir)
+    if state != "running" or proc == GONE:  # completed, failed, stopped; or died unsaid
+        reads = _final_state(run_dir, now()) or (str(state) if state else None)
+        name = os.path.basename(os.path.normpath(run_dir))
+        return StopResult(
+            False, reads, error=f"{name} is not running (it reads {reads or '?'}): nothing sent"
+        )
     if isinstance(proc, str):
-        final = derive_state("running", check_pid(pid, started_at), None, None, now())
-        if proc == GONE:  # it died without saying so: nothing left to stop
-            return StopResult(True, final)
+        final = _final_state(run_dir, now())
         return StopResult(False, final, error=f"not stopped: {proc}; nothing was signalled")
     target = stop_target(proc)
+    record = StopRecord(now(), pid, started_at, by)
+    try:
+        append_json_line(stops_path(run_dir), record.to_json())
+    except OSError:  # a read-only run: stop it all the same (it will read FAIL or DEAD)
+        pass
     ok, sent, error, seconds = _escalate(target, settings, on_progress, sleep, now)
     return StopResult(ok, _final_state(run_dir, now()), sent, error, target.label, seconds)
 
@@ -171,13 +187,17 @@ def _launched_create_time(run_dir: str, pid) -> float | None:
 
 
 def _final_state(run_dir: str, now: float) -> str | None:
+    """What the run reads now, as a refresh reads it (a stop of this attempt: stopped)."""
     st = read_status(run_dir)
     if st is None:
         return None
     state = st.get("state") if isinstance(st.get("state"), str) else None
     pid = st.get("pid")
-    pid_check = check_pid(pid, parse_time(st.get("started_at"))) if state == "running" else None
-    return derive_state(state, pid_check, None, None, now)
+    started_at = parse_time(st.get("started_at"))
+    pid_check = check_pid(pid, started_at, run_dir) if state == "running" else None
+    derived = derive_state(state, pid_check, None, None, now)
+    pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
+    return stopped_state(derived, stop_of(read_stops(run_dir), pid, started_at))
 
 
 def stop_launch(

@@ -6,7 +6,8 @@ the machine. A process is signalled only when all of these hold:
 - it is the run's live process by the one rule status uses too (core.run.run_process:
   never pid 1 or an rgpu-tui process, a watcher, agent, fleet or app of the user; it
   started when the run did: the start time launches.jsonl recorded, else within the window
-  around status.json's `started_at`), and that start time was known (`verified`);
+  around status.json's `started_at`; it works in the run's directory: its cwd, command
+  line or open files name it), and that start time was known (`verified`);
 - it is not this program, not one of this program's ancestors (the shell, tmux), and not
   the leader of this program's process group or session;
 - it looks like a trainer: its process name or the file name of its argv[0] is
@@ -66,15 +67,19 @@ def _ours(pid: int) -> str | None:
     return None
 
 
-def verify(pid, started_at: float | None, create_time: float | None) -> psutil.Process | str:
+def verify(
+    pid, started_at: float | None, create_time: float | None, run_dir: str | None = None
+) -> psutil.Process | str:
     """The process when it may be signalled as the run (see the module doc); GONE when it
-    has exited; else why it is not the run, in words."""
+    has exited; else why it is not the run, in words. `run_dir`: the process must work in
+    it (core.run.run_process); None only for a launch with no run directory yet (its
+    launch record's exact start time names it)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return "no pid recorded for this run"
     ours = _ours(pid)
     if ours:
         return ours
-    check = run_process(pid, started_at, create_time)
+    check = run_process(pid, started_at, create_time, run_dir)
     if check.gone:
         return GONE
     if not check.alive:

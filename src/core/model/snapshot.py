@@ -72,7 +72,7 @@ class RunInfo:
     completed_epochs: int | None = None  # epochs done (status.json, or the metrics history)
     total_epochs: int | None = None
     progress: float | None = None
-    eta_seconds: float | None = None
+    eta_seconds: float | None = None  # None while overdue: never 0 while it runs
     elapsed_seconds: float | None = None
     mean_epoch_seconds: float | None = None
     best_metric: float | None = None
@@ -92,6 +92,8 @@ class RunInfo:
     # the run's attempts, oldest first (a launch, then each resume); elapsed_seconds is the
     # sum of their seconds, the current attempt's included
     attempts: tuple[Attempt, ...] = ()
+    # running, and its epochs take longer than their mean said: how much longer (ETA unknown)
+    eta_overdue_seconds: float | None = None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from ..base.text import printable
 from ..model.snapshot import RunChart, RunInfo
 from .chart_draw import Curve, Mark, Row, XAxis, draw_panel, nice_ceil, text_row
 from .charts import default_panels
+from .cost import run_spent
 
 COLOURS = ("cyan", "magenta", "yellow", "green", "bright_blue", "bright_red")
 SMOOTHING = (0.0, 0.6, 0.9)
@@ -449,6 +450,7 @@ def chart_json(runs: Sequence[ShownRun], options: ChartOptions) -> dict:
                 "raw": list(s.values),
                 "smoothed": ema(s.values, options.smooth, chart.stride),
             }
+        elapsed, spent = run_spent(r.info, r.price_per_hour)
         out_runs.append(
             {
                 "run_dir": chart.run_dir,
@@ -458,6 +460,9 @@ def chart_json(runs: Sequence[ShownRun], options: ChartOptions) -> dict:
                 "time_seconds": list(chart.spent_seconds) or None,
                 "cost": x_values(chart, "cost", r.price_per_hour),
                 "price_per_hour": r.price_per_hour,
+                # the run's time and money, every view's (core.picture.cost.run_spent)
+                "elapsed_seconds": elapsed,
+                "spent": spent,
                 "rows": chart.rows,
                 "stride": chart.stride,
                 "resumes": list(chart.resumes),

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from ..base.text import printable
 from ..model.snapshot import RunChart, RunInfo
 from ..run.checkpoints import file_epoch
-from ..run.series import attempt_starts, honest_chart
+from ..run.series import attempt_starts, attempts_time, honest_chart
 from ..run.train_config import ConfigReader
 
 MAX_RUNS = 6
@@ -270,8 +270,14 @@ def run_chart(reader, run_dir: str, request: ChartRequest, family: str | None, i
         names = (*names, *default_panels(family, reader.numeric_columns(), best_name))
     chart = honest_chart(reader, run_dir, names)
     starts = attempt_starts(reader.row_epochs, info.attempts) if info is not None else ()
+    spent = chart.spent_seconds
+    if info is not None:
+        spent = attempts_time(
+            chart.epochs, spent, reader.row_epochs, reader.row_seconds, info.attempts
+        )
     return replace(
         chart,
+        spent_seconds=spent,
         resumes=tuple(sorted(set(chart.resumes) | set(starts))),
         family=family,
         best_epoch=best_epoch,
@@ -281,19 +287,26 @@ def run_chart(reader, run_dir: str, request: ChartRequest, family: str | None, i
 
 
 def charts_once(run_dirs: Sequence[str], request: ChartRequest, settings, now: float) -> list:
-    """(RunInfo, RunChart) of each run directory, read once (`rgpu-tui chart`, `compare`)."""
-    from .watch import RunWatcher
+    """(RunInfo, RunChart) of each run directory, read once (`rgpu-tui chart`, `compare`):
+    each read as `rgpu-tui snapshot RUN_DIR` reads it (its project's launch records give
+    its attempts), so its time, money and state are every view's."""
+    from .watch import RunsWatcher, RunWatcher
 
     builder = ChartBuilder(settings)
     out = []
     for run_dir in run_dirs:
         run_dir = os.path.abspath(run_dir)
-        watcher = RunWatcher(run_dir, os.path.basename(run_dir.rstrip("/")) or run_dir)
+        runs = RunsWatcher(run_dir, log_keep=1, settings=settings)
         try:
-            info = watcher.poll(now)
+            info = runs.refresh(now, run_dir).run(run_dir)
+            watcher = runs.watcher(run_dir)
+            if watcher is None:  # not a run by its markers: read it as one all the same
+                watcher = RunWatcher(run_dir, os.path.basename(run_dir.rstrip("/")) or run_dir)
+                runs.adopt(watcher)
+                info = watcher.poll(now)
             chart = builder.chart(watcher, info, request, now)
         finally:
-            watcher.close()
+            runs.close()
         out.append((info, chart))
     return out
 

@@ -11,8 +11,9 @@ a fleet host's `t` and `rgpu-tui compare`.
     epochs              100               50          <- train_config.yaml keys that differ
     warmup_epochs       3                 1
 
-- time: the sum of the rows' `time` over every attempt (core.run.series); cost: that time
-  at the machine's price (unknown without a price: "?" and a note);
+- time and cost: the run's, by the one function every view uses (core.picture.cost.run_spent:
+  the sum of its attempts' seconds, start-up and epochs lost at a kill included, at the
+  machine's price; unknown without a price: "?" and a note);
 - $ per point: the cost over the best metric in points (a point is 0.01 of a metric that
   lies in 0..1, as mAP; 1 of any other);
 - the hyperparameters: the keys of train_config.yaml whose values differ between the runs
@@ -30,6 +31,7 @@ from ..base.formatting import fmt_duration, fmt_money, fmt_number
 from ..base.text import printable
 from ..run.train_config import differing_keys
 from .chart_layout import ShownRun
+from .cost import run_spent
 
 LABEL_W = 20
 MIN_COL = 10
@@ -88,10 +90,7 @@ def compare_rows(runs: Sequence[ShownRun]) -> tuple[list[CompareRow], list[str]]
     rows = []
     for r in runs:
         chart, info = r.chart, r.info
-        time_s = chart.time_total
-        cost = None
-        if time_s is not None and r.price_per_hour is not None:
-            cost = time_s / 3600.0 * r.price_per_hour
+        time_s, cost = run_spent(info, r.price_per_hour)
         epoch = info.current_epoch if info is not None else None
         if epoch is None and chart.epochs:
             epoch = chart.epochs[-1]

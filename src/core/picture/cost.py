@@ -104,21 +104,34 @@ def balance_runs_out_at(
     return at if at in TIMES else None
 
 
+def run_spent(run: RunInfo | None, per_hour: float | None) -> tuple[float | None, float | None]:
+    """A run's time and money: (seconds, dollars). The one function every view uses (the
+    header, the cost strip and view, snapshot, run_done, compare, the chart's `$`, the
+    exporter, the fleet): the time is the sum of the run's attempts' seconds
+    (core.records.attempts.total_seconds, put on RunInfo.elapsed_seconds by
+    core.picture.run_life), start-up and epochs lost at a kill included; the money is that
+    time at `per_hour` (None without a price)."""
+    if run is None:
+        return None, None
+    seconds = run.elapsed_seconds if _finite(run.elapsed_seconds) else None
+    return seconds, cost_of(seconds, per_hour)
+
+
 def run_costs(
     run: RunInfo | None, per_hour: float | None
 ) -> tuple[float | None, float | None, float | None, float | None]:
     """(run_spent, per_epoch, to_finish, projected_total) for one run.
 
     to_finish is 0 for a completed run and None for one that will not finish
-    (failed, dead) or whose ETA is unknown.
+    (failed, dead, stopped) or whose ETA is unknown.
     """
     if run is None or not _finite(per_hour):
         return None, None, None, None
-    spent = cost_of(run.elapsed_seconds, per_hour)
+    spent = run_spent(run, per_hour)[1]
     per_epoch = cost_of(run.mean_epoch_seconds, per_hour)
     if run.state == "completed":
         to_finish = 0.0
-    elif run.state in ("failed", "dead"):
+    elif run.state in ("failed", "dead", "stopped"):
         to_finish = None
     else:
         to_finish = cost_of(run.eta_seconds, per_hour)

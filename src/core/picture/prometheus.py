@@ -9,6 +9,7 @@ text format. Nothing here imports prometheus_client.
 
 - What is unknown is absent, never 0: a run without an ETA has no `rgpu_run_eta_seconds`,
   a lost GPU no utilisation, a machine without a price no money.
+- A run's time and money are core.picture.cost.run_spent's, as every other view's.
 - A run's label is its path relative to the root (the name the runs list shows; a launch
   still waiting for its status.json is "NAME (launch)"), made printable
   (core.base.text.printable). Two runs whose printable names collide get " #2", " #3" in
@@ -28,10 +29,11 @@ from dataclasses import dataclass, field
 
 from ..base.text import printable
 from ..model.snapshot import RunInfo, Snapshot
+from .cost import run_spent
 from .idle import machine_idle
 
 MIB = 1024 * 1024
-KNOWN_STATES = ("running", "stalled", "starting", "completed", "failed", "dead")
+KNOWN_STATES = ("running", "stalled", "starting", "completed", "failed", "stopped", "dead")
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,18 @@ METRICS: tuple[Metric, ...] = (
     _m("rgpu_run_planned_epochs", "run", "Epochs the run will train in all."),
     _m("rgpu_run_progress_ratio", "run", "Completed epochs / planned epochs, 0 to 1."),
     _m("rgpu_run_eta_seconds", "run", "Seconds until a running run finishes, by its epoch time."),
+    _m(
+        "rgpu_run_eta_overdue_seconds",
+        "run",
+        "How late a running run's last epoch is past its estimate (then it has no ETA).",
+    ),
     _m("rgpu_run_epoch_seconds", "run", "The run's mean seconds per epoch."),
+    _m(
+        "rgpu_run_elapsed_seconds",
+        "run",
+        "The run's time: every attempt's (launch and resumes), as every view gives it.",
+    ),
+    _m("rgpu_run_spent_dollars", "run", "The run's time at the machine's price per hour."),
     _m("rgpu_run_best_metric", "run metric", "The run's best validation metric so far."),
     _m("rgpu_run_dead", "run", "1 when status.json says running and the process is gone."),
     _m(
@@ -138,21 +151,28 @@ def families(
     fam = {m.name: Family(m) for m in METRICS}
     verdict = unpushed if callable(unpushed) else (lambda r: unpushed.get(r.run_dir))
     labels = run_labels(snap)
+    price = snap.cost.price_per_hour if snap.cost is not None else None
     for r in snap.runs:
-        _run(fam, r, labels[r.run_dir], verdict(r))
+        _run(fam, r, labels[r.run_dir], verdict(r), price)
     _gpus(fam, snap, labels)
     _machine(fam, snap)
     fam["rgpu_exporter_snapshot_timestamp_seconds"].add((), snap.generated_at)
     return list(fam.values())
 
 
-def _run(fam: dict[str, Family], r: RunInfo, run: str, unpushed: bool | None) -> None:
+def _run(
+    fam: dict[str, Family], r: RunInfo, run: str, unpushed: bool | None, price: float | None
+) -> None:
     fam["rgpu_run_info"].add((run, r.state, printable(r.model), printable(r.task)), 1)
     fam["rgpu_run_completed_epochs"].add((run,), r.completed_epochs)
     fam["rgpu_run_planned_epochs"].add((run,), r.total_epochs)
     fam["rgpu_run_progress_ratio"].add((run,), r.progress)
     fam["rgpu_run_eta_seconds"].add((run,), r.eta_seconds)
+    fam["rgpu_run_eta_overdue_seconds"].add((run,), r.eta_overdue_seconds)
     fam["rgpu_run_epoch_seconds"].add((run,), r.mean_epoch_seconds)
+    seconds, dollars = run_spent(r, price)
+    fam["rgpu_run_elapsed_seconds"].add((run,), seconds)
+    fam["rgpu_run_spent_dollars"].add((run,), dollars)
     fam["rgpu_run_best_metric"].add((run, printable(r.best_metric_name)), r.best_metric)
     if r.state in KNOWN_STATES:  # "unknown": nothing readable, so whether it died is unknown
         fam["rgpu_run_dead"].add((run,), 1 if r.state == "dead" else 0)

@@ -90,8 +90,9 @@ def with_attempts(
     pending = [r for r, span in records if start is None or span.time > start + SLACK_S]
     if pending and last.known_by == STARTING and info.state not in ("running", "stalled"):
         record = pending[-1]
-        changes.update(
+        changes.update(  # the old attempt's "process ... is gone" is no longer news
             state="starting",
+            error=None,
             problem=f"resumed (pid {record.pid}); waiting for it to write status.json",
         )
     elif pending and last.started_at == pending[-1].time and last.epochs == 0 and last.ended:

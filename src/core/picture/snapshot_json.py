@@ -50,6 +50,7 @@ def run_to_json(r: RunInfo) -> dict:
             "total_epochs": r.total_epochs,
             "progress": r.progress,
             "eta_seconds": r.eta_seconds,
+            "eta_overdue_seconds": r.eta_overdue_seconds,
             "elapsed_seconds": r.elapsed_seconds,
             "mean_epoch_seconds": r.mean_epoch_seconds,
             "best_metric": r.best_metric,

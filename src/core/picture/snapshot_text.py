@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import os
 
-from ..base.formatting import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_number, iso
+from ..base.formatting import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_eta, fmt_number, iso
 from ..base.text import printable
 from ..model.snapshot import GpuProcess, GpuView, RunInfo, Snapshot, SystemView
 from ..run.discovery import deep_dirs_text
@@ -113,9 +113,10 @@ def snapshot_to_text(s: Snapshot) -> str:
         out.append(s.problem)
     for r in s.runs:
         pct = "   ?" if r.progress is None else f"{r.progress * 100:3.0f}%"
+        eta = fmt_eta(r.eta_seconds, r.eta_overdue_seconds)
         line = (
             f"{r.state:<9} {printable(r.name):<24} ep {epoch_text(r):>9} {pct}  "
-            f"eta {fmt_duration(r.eta_seconds):>6}  elapsed {fmt_duration(r.elapsed_seconds):>6}  "
+            f"eta {eta:>6}  elapsed {fmt_duration(r.elapsed_seconds):>6}  "
             f"{best_text(r)}"
         )
         out.append(line.rstrip())

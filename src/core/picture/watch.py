@@ -33,6 +33,14 @@ from ..model.snapshot import (
 )
 from ..records.attempts import Rows, StatusSide, mean_epoch_seconds
 from ..records.push_records import push_info, pushes_path, read_pushes
+from ..records.stop_records import (
+    STOPPED_OVER,
+    StopRecord,
+    read_stops,
+    stop_of,
+    stopped_state,
+    stops_path,
+)
 from ..run.checkpoints import CheckpointLister, artifacts_target, default_checkpoint, metrics_inside
 from ..run.discovery import RUN_MARKERS, RunFinder
 from ..run.hub_target import ARTIFACTS_REQUEST
@@ -72,7 +80,8 @@ class RunWatcher:
         self.metrics = MetricsReader(run_dir)
         self._metrics_view: tuple[int, MetricsView] | None = None
         self._pushes: tuple[tuple, PushInfo] | None = None
-        self._pid = PidWatch()
+        self._stops: tuple[tuple | None, list[StopRecord]] = (None, [])
+        self._pid = PidWatch(run_dir)
         self._checkpoints: CheckpointLister | None = None
         self._metrics_inside: tuple[int, bool] | None = None  # (metrics generation, inside)
         self.odd_files: list[str] = []  # set by activity()
@@ -155,16 +164,21 @@ class RunWatcher:
                 mean_epoch = status_elapsed / ran
 
         state = derive_state(status_state, pid_check, self.status.mtime, mean_epoch, now)
+        life_state = state  # what the attempts count by (a stopped run ended as it did)
+        if state in STOPPED_OVER:  # the user stopped this attempt: not a failure
+            state = stopped_state(state, stop_of(self.stop_records(), pid, started_at))
 
         elapsed = status_elapsed
-        eta = None
+        eta = overdue = None
         if state == "running":
             if started_at is not None:
                 elapsed = max(now - started_at, 0.0)
             if mean_epoch is not None and total is not None and done is not None:
                 since_update = max(now - (self.status.mtime or now), 0.0)
-                eta = max(mean_epoch * max(total - done, 0) - since_update, 0.0)
-        elif state == "dead" and started_at is not None:
+                eta = mean_epoch * max(total - done, 0) - since_update
+                if eta <= 0:  # later than the estimate: say so, never "ETA 0s" while running
+                    eta, overdue = None, -eta
+        elif life_state == "dead" and started_at is not None:
             updated = nums.updated_at
             if updated is not None:
                 elapsed = max(updated - started_at, 0.0)
@@ -223,7 +237,7 @@ class RunWatcher:
                 started_at=started_at,
                 pid=pid,
                 updated=nums.updated_at,
-                state=state,
+                state=life_state,
                 status_state=status_state,
                 start_epoch=nums.start_epoch,
                 completed=completed,
@@ -243,6 +257,7 @@ class RunWatcher:
             total_epochs=total,
             progress=progress,
             eta_seconds=eta,
+            eta_overdue_seconds=overdue,
             elapsed_seconds=elapsed,
             mean_epoch_seconds=mean_epoch,
             best_metric=best,
@@ -287,6 +302,18 @@ class RunWatcher:
             rows = CheckpointRows()
         listed = self._checkpoints.checkpoints(rows, settings, rows_key=(gen, usable), now=now)
         return listed, self._checkpoints.not_listed
+
+    def stop_records(self) -> list[StopRecord]:
+        """The run's stop records (core.records.stop_records), re-read only when the file
+        changed (one stat)."""
+        try:
+            st = os.stat(stops_path(self.run_dir))
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        if key != self._stops[0]:
+            self._stops = (key, read_stops(self.run_dir) if key is not None else [])
+        return self._stops[1]
 
     def push_info(self) -> PushInfo | None:
         """From pushes.jsonl (re-read only when it changed) and one stat of best.pt."""
@@ -369,6 +396,15 @@ class RunsWatcher:
 
     def watcher(self, run_dir: str) -> RunWatcher | None:
         return self._runs.get(run_dir)
+
+    def adopt(self, watcher: RunWatcher) -> None:
+        """Keep `watcher` with the others (closed with them)."""
+        self._runs[watcher.run_dir] = watcher
+
+    def close(self) -> None:
+        """Release every run's pidfd (the watcher is dropped)."""
+        for watcher in self._runs.values():
+            watcher.close()
 
     def refresh(self, now: float, selected: str | None = None) -> Snapshot:
         if not os.path.isdir(self.root):

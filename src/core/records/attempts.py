@@ -111,12 +111,13 @@ def segments(rows: Rows, end: int) -> list[tuple[int, int]]:
 def run_attempts(
     status: StatusSide, rows: Rows, records: Sequence[RecordSpan], now: float
 ) -> tuple[Attempt, ...]:
-    """The run's attempts, oldest first (see the module doc); () when there is neither a
-    status.json start nor a launch record to count from."""
+    """The run's attempts, oldest first (see the module doc); with neither a status.json
+    start nor a launch record to count from, its stretches of rows (attempts known by
+    their epoch times: the time every view gives such a run), else ()."""
     records = sorted(records, key=lambda r: r.time)
     start = status.started_at
     if start is None and not records:
-        return ()
+        return tuple(_by_rows(rows, a, b) for a, b in segments(rows, len(rows.epochs)))
     if start is not None:
         mine = [r for r in records if r.time <= start + SLACK_S]
         pending = [r for r in records if r.time > start + SLACK_S]
@@ -134,8 +135,7 @@ def run_attempts(
     # stretches left over (more than the records) are attempts known by epoch times
     spare = len(earlier_rows) - len(earlier_records)
     for a, b in earlier_rows[: max(spare, 0)]:
-        seconds = rows.span_seconds(a, b) if rows.span_timed(a, b) else None
-        out.append(Attempt(None, None, b - a, True, seconds, "metrics.jsonl epoch times"))
+        out.append(_by_rows(rows, a, b))
     stretches = earlier_rows[max(spare, 0) :]
     next_starts = [r.time for r in earlier_records[1:]]
     next_starts.append(
@@ -151,6 +151,12 @@ def run_attempts(
         later = pending[i + 1].time if i + 1 < len(pending) else None
         out.append(_from_record(record, later, 0, pending=True, now=now))
     return tuple(out)
+
+
+def _by_rows(rows: Rows, a: int, b: int) -> Attempt:
+    """An attempt known by its rows [a, b) only: their epoch times are its time."""
+    seconds = rows.span_seconds(a, b) if rows.span_timed(a, b) else None
+    return Attempt(None, None, b - a, True, seconds, "metrics.jsonl epoch times")
 
 
 def _started_status(record: RecordSpan, status: StatusSide) -> bool:

@@ -164,3 +164,18 @@ def _text(value) -> str:
 
 def _strings(value) -> tuple[str, ...]:
     return tuple(_text(v) for v in value) if isinstance(value, list) else ()
+
+
+def launched_for(run_dir: str) -> str | None:
+    """For a launch's stand-in (launch_pseudo_dir): the run directory it was launched for
+    (its recorded run_dir, else project/name), read from its root's launches.jsonl; None
+    for anything else, or a launch no record names."""
+    if not is_launch_pseudo_dir(run_dir):
+        return None
+    pseudo = os.path.normpath(run_dir)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(pseudo)))
+    launch_id = os.path.basename(pseudo)
+    for record in reversed(read_launches(root)):
+        if record.id == launch_id:
+            return record.run_dir or os.path.join(record.project, record.name)
+    return None

@@ -15,7 +15,7 @@ import os
 from stat import S_ISREG
 
 from ..base.urls import strip_userinfo
-from ..base.values import EPOCHS, checked, parse_time
+from ..base.values import EPOCHS, TIMES, checked, parse_time
 from ..model.snapshot import PushInfo
 from ..run.run_files import checkpoint_problem
 from ..run.tail import redact
@@ -79,10 +79,15 @@ def push_info(records: list[dict], best_size: int | None, best_mtime: float | No
 
 def changed_since(record: dict, size: int, mtime: float | None) -> bool:
     """Whether the file on disk now (its size, its mtime) is not the one `record` pushed:
-    its size differs, or it is more than a second newer than the push (records keep whole
-    seconds)."""
-    at = parse_time(record.get("time"))
-    newer = at is not None and mtime is not None and mtime > at + 1.0
+    its size differs, or it is newer than the bytes the push copied (`file_mtime`, the
+    file's mtime when staged: a file rewritten during the settle wait is the one pushed);
+    a record without it: more than a second newer than the push (whole seconds)."""
+    copied = checked(record.get("file_mtime"), TIMES)[0]
+    if copied is not None:
+        newer = mtime is not None and mtime > copied + 1e-6
+    else:
+        at = parse_time(record.get("time"))
+        newer = at is not None and mtime is not None and mtime > at + 1.0
     return bool(record.get("size") != size or newer)
 
 

@@ -17,8 +17,16 @@ the run's only when all of these hold:
   sshd, a shell) is older. (pid 1 itself may be the run: a trainer started as a
   container's first process; `stop` never signals it.)
 
+- it works in that run directory (given `run_dir`): its working directory, an argument of
+  its command line (a path, or `key=path`, relative to its working directory; or libreyolo's
+  `project=P name=N` pair) or one of its open files is the run directory or inside it. A
+  pulled copy of a run beside its running original names the original's pid in its
+  status.json: that process works in the original, so the copy is not running and `stop`
+  on the copy signals nothing.
+
 With neither start time known it cannot be told: the run reads as alive (the state says
-what status.json says) and `stop` refuses (`verified` is False).
+what status.json says) and `stop` refuses (`verified` is False); so too when its working
+directory, command line and open files cannot be read (another user's process).
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ from ..base.values import PIDS
 START_BEFORE_S = 600.0  # the process may start up to 10 min before status.json's started_at
 START_AFTER_S = 5.0  # ... and up to 5 s after it (started_at has one-second precision)
 CREATE_TIME_SLACK_S = 2.0  # psutil's create_time recorded at launch vs. read again now
+MAX_ARGS = 4096  # a command line's arguments looked at, at most
+MAX_FILES = 4096  # open files looked at, at most
 
 RGPU_TUI_NAMES = ("rgpu-tui",)
 RGPU_TUI_MODULE = "rgpu_tui"
@@ -46,6 +56,7 @@ class ProcessCheck:
     gone: bool = False  # no process has that pid any more (or it is a zombie)
     verified: bool = False  # alive and its start time matched the run's
     proc: psutil.Process | None = None
+    elsewhere: bool = False  # alive, started with the run, but works in another directory
 
 
 def clock(t: float) -> str:
@@ -73,7 +84,70 @@ def is_rgpu_tui(proc: psutil.Process) -> bool:
     return any(a.startswith("-m" + RGPU_TUI_MODULE) for a in argv[1:3])
 
 
-def run_process(pid, started_at: float | None, create_time: float | None = None) -> ProcessCheck:
+def _inside(path: str | None, roots: tuple[str, ...]) -> bool:
+    return path is not None and any(
+        path == root or path.startswith(root.rstrip("/") + "/") for root in roots
+    )
+
+
+def _path(path: str, cwd: str | None) -> str | None:
+    """`path` made absolute and normal, by its text alone: no path a process names is
+    looked up (a dead NFS mount must not block a refresh)."""
+    if not path or "\0" in path:
+        return None
+    if not os.path.isabs(path):
+        if cwd is None:
+            return None
+        path = os.path.join(cwd, path)
+    return os.path.normpath(path)
+
+
+def works_in(proc: psutil.Process, run_dir: str) -> bool | None:
+    """Whether `proc` works in `run_dir` (see the module doc); None when nothing of it can
+    be read (another user's process). The run directory is compared as given and with its
+    symlinks resolved; what the process names is compared by its text (the kernel gives
+    its cwd and open files resolved already)."""
+    roots = tuple(dict.fromkeys((os.path.abspath(run_dir), os.path.realpath(run_dir))))
+    readable = False
+    cwd = None
+    try:
+        cwd = proc.cwd()
+        readable = True
+        if _inside(_path(cwd, None), roots):
+            return True
+    except (psutil.Error, OSError):
+        pass
+    try:
+        argv = proc.cmdline()
+        readable = True
+    except (psutil.Error, OSError):
+        argv = []
+    pairs: dict[str, str] = {}
+    for arg in argv[:MAX_ARGS]:
+        key, eq, value = arg.partition("=")
+        for candidate in (arg, value) if eq else (arg,):
+            if ("/" in candidate or candidate in (".", "..")) and _inside(
+                _path(candidate, cwd), roots
+            ):
+                return True
+        if eq:
+            pairs[key.lstrip("-")] = value
+    project, name = pairs.get("project"), pairs.get("name")
+    if project and name and _inside(_path(os.path.join(project, name), cwd), roots):
+        return True  # libreyolo writes the run to project/name
+    try:
+        files = proc.open_files()
+        readable = True
+    except (psutil.Error, OSError):
+        files = []
+    if any(_inside(_path(f.path, None), roots) for f in files[:MAX_FILES]):
+        return True
+    return False if readable else None
+
+
+def run_process(
+    pid, started_at: float | None, create_time: float | None = None, run_dir: str | None = None
+) -> ProcessCheck:
     """Whether `pid` is the run's live process (see the module doc)."""
     if not isinstance(pid, int) or isinstance(pid, bool) or pid not in PIDS:
         return ProcessCheck(False, "no pid in status.json")
@@ -106,5 +180,22 @@ def run_process(pid, started_at: float | None, create_time: float | None = None)
                 f"{START_BEFORE_S / 60:g} min before the run started ({clock(started_at)})",
             )
     else:
+        return _in_run(proc, run_dir, ProcessCheck(True, None, proc=proc))
+    return _in_run(proc, run_dir, ProcessCheck(True, None, verified=True, proc=proc))
+
+
+def _in_run(proc: psutil.Process, run_dir: str | None, check: ProcessCheck) -> ProcessCheck:
+    """`check`, unless the process does not work in `run_dir` (or cannot be told to)."""
+    if run_dir is None:
+        return check
+    works = works_in(proc, run_dir)
+    if works is None:  # nothing of it readable: alive, but not known to be the run's
         return ProcessCheck(True, None, proc=proc)
-    return ProcessCheck(True, None, verified=True, proc=proc)
+    if not works:
+        return ProcessCheck(
+            False,
+            f"pid {proc.pid} works in another directory, not this run's (its copy's "
+            "original, or a reused pid)",
+            elsewhere=True,
+        )
+    return check

@@ -11,8 +11,10 @@ The rules, the same for the chart view, `rgpu-tui chart` and its --json:
   points (core.run.metrics.new_attempt, and the run's attempts when they are known:
   `attempt_starts`);
 - an epoch whose loss was null or not finite is marked diverged;
-- the time at an epoch is the training time spent up to it over every attempt: the sum of
-  the rows' `time` fields, rows a resume dropped included.
+- the time at an epoch is the time spent up to it over every attempt: the sum of the rows'
+  `time` fields, rows a resume dropped included; when the run's attempts are known
+  (`attempts_time`), every earlier attempt counts its whole time instead (start-up, an
+  epoch lost at a kill: core.records.attempts, the time every view gives the run).
 
 Memory is bounded: a series holds at most MAX_POINTS values. A longer run keeps one row
 in `stride` (a power of two, so the kept rows change only when the stride doubles, about
@@ -84,6 +86,39 @@ def attempt_starts(row_epochs: Sequence[int], attempts: Sequence) -> tuple[int, 
             break
         out.append(row_epochs[at])
     return tuple(out)
+
+
+def attempts_time(
+    epochs: Sequence[int],
+    spent: Sequence[float],
+    row_epochs: Sequence[int],
+    row_seconds: Sequence[float],
+    attempts: Sequence,
+) -> tuple[float, ...]:
+    """The time spent up to each kept epoch (`epochs`, `spent`: a RunChart's) with every
+    earlier attempt counted whole: an epoch of attempt k is at the sum of the seconds of
+    attempts 0..k-1 plus attempt k's rows' `time` up to it. `spent` unchanged when the
+    attempts do not account for every row (an attempt's rows or seconds unknown)."""
+    if not spent or len(spent) != len(epochs) or len(attempts) < 2:
+        return tuple(spent)
+    counts = [a.epochs for a in attempts]
+    if any(c is None for c in counts) or sum(counts) != len(row_epochs):
+        return tuple(spent)
+    # each row's offset: the earlier attempts' whole seconds minus their rows' time
+    where: dict[int, float] = {}  # epoch -> the offset of the row that kept it (the last)
+    base: float | None = 0.0
+    first = 0
+    for attempt in attempts:
+        n = attempt.epochs
+        if n:
+            if base is None:  # an earlier attempt's time is unknown
+                return tuple(spent)
+            before = row_seconds[first - 1] if first else 0.0
+            for r in range(first, first + n):
+                where[row_epochs[r]] = base - before
+            first += n
+        base = base + attempt.seconds if base is not None and attempt.seconds is not None else None
+    return tuple(s + where.get(e, 0.0) for e, s in zip(epochs, spent, strict=True))
 
 
 def honest_chart(

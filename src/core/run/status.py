@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import select
+import time
 from dataclasses import dataclass
 
 from ..base.safeio import NotRegularFile, read_regular
@@ -34,6 +35,7 @@ MAX_STATUS_BYTES = 4 * 1024 * 1024
 PID_REUSE_SLACK_S = START_AFTER_S  # started_at has one-second precision
 STALL_MIN_S = 600.0
 STALL_EPOCHS = 3.0
+ELSEWHERE_RECHECK_S = 30.0  # a process working in another run's directory: read again after
 
 
 _INT_FIELDS = {
@@ -155,14 +157,16 @@ class StatusReader:
 class PidCheck:
     alive: bool
     reason: str | None = None  # why it counts as not alive
+    elsewhere: bool = False  # a live process that works in another run's directory
 
 
-def check_pid(pid, started_at: float | None) -> PidCheck:
-    """Is `pid` the trainer that started at `started_at`? The one rule `stop` uses too
-    (core.run.run_process): never pid 1 or an rgpu-tui process, and a process started
-    outside the window around started_at is not the run's."""
-    got = run_process(pid, started_at)
-    return PidCheck(got.alive, got.reason)
+def check_pid(pid, started_at: float | None, run_dir: str | None = None) -> PidCheck:
+    """Is `pid` the trainer that started at `started_at` (and works in `run_dir`)? The one
+    rule `stop` uses too (core.run.run_process): never pid 1 or an rgpu-tui process, a
+    process started outside the window around started_at is not the run's, nor one that
+    does not work in the run's directory."""
+    got = run_process(pid, started_at, run_dir=run_dir)
+    return PidCheck(got.alive, got.reason, got.elsewhere)
 
 
 class PidWatch:
@@ -172,20 +176,29 @@ class PidWatch:
     a small VM). The pidfd becomes readable when the process exits, zombie or reaped,
     and cannot be fooled by a reused pid; then, or when the pid or start time in
     status.json changes, the full check runs again and says why. Without pidfds every
-    check is a full one."""
+    check is a full one. A live process found working in another directory (a pulled
+    copy's original: its open files are read) is checked again at most every
+    ELSEWHERE_RECHECK_S."""
 
-    def __init__(self) -> None:
+    def __init__(self, run_dir: str | None = None) -> None:
+        self.run_dir = run_dir  # the process must work in it (core.run.run_process)
         self._key: tuple | None = None
         self._fd: int | None = None
         self._poller: select.poll | None = None  # polls _fd
+        self._elsewhere: tuple | None = None  # (key, recheck after, its PidCheck)
 
     def check(self, pid, started_at: float | None) -> PidCheck:
         key = (pid, started_at)
         if self._poller is not None and key == self._key and not self._poller.poll(0):
             return PidCheck(True)
+        elsewhere = self._elsewhere
+        if elsewhere is not None and elsewhere[0] == key and time.monotonic() < elsewhere[1]:
+            return elsewhere[2]
         self.close()
-        result = check_pid(pid, started_at)
+        result = check_pid(pid, started_at, self.run_dir)
         self._key = key
+        if result.elsewhere:
+            self._elsewhere = (key, time.monotonic() + ELSEWHERE_RECHECK_S, result)
         if result.alive and hasattr(os, "pidfd_open"):
             try:
                 self._fd = os.pidfd_open(pid)
@@ -198,7 +211,7 @@ class PidWatch:
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
-        self._fd = self._poller = self._key = None
+        self._fd = self._poller = self._key = self._elsewhere = None
 
 
 def stall_limit(mean_epoch_seconds: float | None) -> float:

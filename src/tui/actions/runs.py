@@ -45,22 +45,23 @@ def stop_summary(name: str, ok: bool, signals_sent, final_state: str | None, err
         return f"{name} not stopped: {error}"
     sent = ", ".join(signals_sent) or "no signal needed"
     reads = {
+        "stopped": "shown as STOPPED, its epochs kept (r resumes it)",
         "dead": "its status.json still says running: shown as DEAD",
-        "failed": "libreyolo recorded it as failed (interrupted)",
+        "failed": "libreyolo recorded it as failed",
     }.get(final_state or "", f"it reads {final_state or '?'}")
     return f"{name} stopped ({sent}); {reads}"
 
 
 def resume_refusal(state: str) -> str | None:
-    """Why a run in `state` is not resumed (`r`); None for a DEAD or FAILED run."""
+    """Why a run in `state` is not resumed (`r`); None for a DEAD, FAILED or STOPPED run."""
     why = {
         "running": "is running",
         "stalled": "is still alive (stalled): stop it first (s)",
         "starting": "is still starting",
         "completed": "completed: nothing to resume",
     }.get(state)
-    if why is None and state not in ("dead", "failed"):
-        why = "is not DEAD or FAILED: nothing to resume"
+    if why is None and state not in ("dead", "failed", "stopped"):
+        why = "is not DEAD, FAILED or STOPPED: nothing to resume"
     return why
 
 
@@ -194,7 +195,7 @@ class RunActions:
         def progress(phase: str, seconds_left: float | None) -> None:
             self.post_message(StopProgress(name, phase, seconds_left, None))
 
-        result = stop_run(run_dir, self.settings, on_progress=progress)
+        result = stop_run(run_dir, self.settings, on_progress=progress, by="app")
         self.post_message(StopProgress(name, "done", None, result))
 
     def on_stop_progress(self, message: StopProgress) -> None:

@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 
-from ...core.base.formatting import fmt_duration, fmt_money, fmt_number
+from ...core.base.formatting import fmt_duration, fmt_eta, fmt_money, fmt_number
 from ...core.base.text import printable
 from ...core.fleet.fleet_summary import FleetTotals, HostSummary, totals
 from ..widgets.lines import LinePane
@@ -82,7 +82,7 @@ def cells(h: HostSummary, now: float) -> dict[str, Text]:
     out["gpus"] = gpus
     out["runs"] = _runs(h)
     out["best"] = Text(fmt_number(h.best))
-    out["eta"] = Text(fmt_duration(h.eta_seconds) if h.eta_seconds is not None else "-")
+    out["eta"] = Text(fmt_eta(h.eta_seconds, h.eta_overdue_seconds, "-"))
     out["price"] = Text(f"{h.price_per_hour:.2f}" if h.price_per_hour is not None else "?")
     out["spent"] = Text(fmt_money(h.spent) if h.spent is not None else "-")
     if h.idle and h.idle_spent is not None:

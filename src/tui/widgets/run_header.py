@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ...core.base.formatting import fmt_duration, fmt_gpu_indices
+from ...core.base.formatting import fmt_duration, fmt_eta, fmt_gpu_indices
 from ...core.base.text import printable
 from ...core.model.snapshot import PushInfo, RunInfo
 from ...core.picture.snapshot_text import best_text, epoch_text
@@ -126,7 +126,7 @@ class RunHeader(LinePane):
         top = top_row(r, self._simulated, width)
 
         pct = "  ?%" if r.progress is None else f"{r.progress * 100:3.0f}%"
-        eta = f"ETA {fmt_duration(r.eta_seconds)}" if r.eta_seconds is not None else "ETA -"
+        eta = f"ETA {fmt_eta(r.eta_seconds, r.eta_overdue_seconds, '-')}"
         tail = f" {pct}  {eta}  elapsed {fmt_duration(r.elapsed_seconds)}"
         if len(r.attempts) > 1:  # the sum of them (core.records.attempts)
             tail += f" in {len(r.attempts)} attempts"

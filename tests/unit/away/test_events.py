@@ -426,3 +426,37 @@ def test_the_first_look_is_kept_even_when_it_found_nothing() -> None:
     assert again.seen_until == NOW
     # a run that died long ago, copied in later: not news (a first look would say it)
     assert again.observe(snap(NOW + 1, run(state="dead", activity=NOW - 3600))) == []
+
+
+def test_a_launch_that_died_before_status_json_names_the_run_it_was_launched_for(
+    tmp_path: Path,
+) -> None:
+    """notify's {run} for a launch that died before its status.json: the run directory it
+    was launched for (project/name), never its stand-in under .rgpu/launch/ (issue 29)."""
+    import subprocess
+    import sys
+    import time
+
+    from rgpu_tui.core.picture.watch import RunsWatcher
+    from rgpu_tui.core.records.records import append_json_line
+
+    project = tmp_path / "runs"
+    (project / ".rgpu" / "console").mkdir(parents=True)
+    died = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+    died.wait()
+    console = project / ".rgpu" / "console" / "l1.log"
+    console.write_text("Error: data.yaml not found\n")
+    argv = ["libreyolo", "train", "data=x.yaml", f"project={project}", "name=exp"]
+    record = {
+        "kind": "launch", "id": "l1", "time": time.time() - 5, "pid": died.pid,
+        "create_time": time.time() - 5, "argv": argv, "command": " ".join(argv),
+        "cwd": str(project), "project": str(project), "name": "exp",
+        "console_log": str(console),
+    }  # fmt: skip
+    append_json_line(str(project / ".rgpu" / "launches.jsonl"), record)
+    snapshot = RunsWatcher(str(project)).refresh(time.time())
+    (launch,) = snapshot.runs
+    assert launch.state == "failed" and "/.rgpu/launch/" in launch.run_dir
+    (event,) = EventEngine(pushes=False).observe(snapshot)
+    assert event.event == "run_failed" and event.run == str(project / "exp")
+    assert event.to_json()["run"] == str(project / "exp")

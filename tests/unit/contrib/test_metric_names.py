@@ -7,6 +7,7 @@ contract."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 
@@ -41,11 +42,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
     root = tmp / "runs"
     shutil.copytree(SAMPLE_RUN, root / "done")
     (root / "done" / "weights" / "best.pt").write_bytes(b"weights")
-    sleeper = psutil.Popen(["sleep", "60"])
+    live = root / "live"
+    live.mkdir()
+    late = root / "late"  # its last epoch later than its mean said: no ETA, overdue
+    late.mkdir()
+    sleeper = psutil.Popen(["sleep", "60"], cwd=live)  # a trainer works in its run
+    late_sleeper = psutil.Popen(["sleep", "60"], cwd=late)
     try:
         created = sleeper.create_time()
-        live = root / "live"
-        live.mkdir()
         (live / "status.json").write_text(
             json.dumps(
                 {
@@ -62,6 +66,19 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
                 }
             )
         )
+        (late / "status.json").write_text(
+            json.dumps(
+                {
+                    "state": "running",
+                    "pid": late_sleeper.pid,
+                    "started_at": iso_utc(late_sleeper.create_time()),
+                    "completed_epochs": 9,
+                    "total_epochs": 10,
+                    "mean_epoch_seconds": 30.0,
+                }
+            )
+        )
+        os.utime(late / "status.json", (created - 100, created - 100))
         settings = Settings(price_per_hour=2.5, billing_started_at=created - 3600)
         collector = Collector(str(root), fake_gpus=2, settings=settings, log_keep=1)
         feed = MetricsFeed(collector).start()
@@ -72,8 +89,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
             feed.close()
             collector.close()
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        for proc in (sleeper, late_sleeper):
+            proc.kill()
+            proc.wait()
     return {f.metric.name: set(f.metric.labels) for f in fams if f.samples}
 
 

@@ -95,8 +95,12 @@ def live_status(run_dir: Path, pid: int, **fields) -> None:
 
 
 @pytest.fixture
-def sleeper():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+def sleeper(tmp_path: Path):
+    """The live run's trainer: a python working in runs/live (core.run.run_process)."""
+    (tmp_path / "runs" / "live").mkdir(parents=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"], cwd=tmp_path / "runs" / "live"
+    )
     yield proc
     if proc.poll() is None:
         proc.kill()

@@ -63,13 +63,17 @@ def data_yaml(tmp_path: Path) -> Path:
     return path
 
 
-def _start_child(children, code: str) -> subprocess.Popen:
-    """A Python child leading its own session; returns once it printed 'ready'."""
+def _start_child(children, code: str, run_dir: Path | None = None) -> subprocess.Popen:
+    """A Python child leading its own session, working in `run_dir` (its cwd, as a trainer
+    works in its run: core.run.run_process); returns once it printed 'ready'."""
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [PY, "-c", code],
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
+        cwd=run_dir,
     )
     children.append(proc)
     assert proc.stdout.readline().strip() == b"ready"
@@ -565,7 +569,7 @@ def test_console_tail_and_error_line(tmp_path: Path) -> None:
 
 
 def test_stop_refuses_a_pid_whose_start_time_does_not_match(tmp_path: Path, children) -> None:
-    proc = _start_child(children, SLEEPER)
+    proc = _start_child(children, SLEEPER, tmp_path / "run")
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=time.time() - 3600)
     result = stop_run(str(run), Settings(), sleep=lambda s: pytest.fail("must not wait"))
     assert not result.ok and result.signals_sent == ()
@@ -578,20 +582,22 @@ def test_stop_refuses_a_pid_whose_start_time_does_not_match(tmp_path: Path, chil
 def test_stop_a_gone_pid_and_a_missing_status(tmp_path: Path, dead_pid: int) -> None:
     run = _status_for(tmp_path / "run", pid=dead_pid, started_at=time.time())
     result = stop_run(str(run), Settings(), sleep=lambda s: pytest.fail("must not wait"))
-    assert result.ok and result.final_state == "dead"  # nothing left to stop
-    assert result.signals_sent == () and result.error is None
+    assert not result.ok and result.final_state == "dead"  # nothing left to stop: said so
+    assert result.signals_sent == () and "run is not running (it reads dead)" in result.error
     result = stop_run(str(tmp_path / "nothing"), Settings())
     assert not result.ok and "no readable status.json" in result.error
 
 
 def test_stop_a_run_that_is_not_running_sends_nothing(tmp_path: Path) -> None:
+    """Not running: not stopped, and said so (the CLI exits 1: test_cli_stop)."""
     run = _status_for(tmp_path / "run", pid=os.getpid(), started_at=0, state="completed")
     result = stop_run(str(run), Settings())
-    assert result.ok and result.final_state == "completed" and result.signals_sent == ()
+    assert not result.ok and result.final_state == "completed" and result.signals_sent == ()
+    assert result.error == "run is not running (it reads completed): nothing sent"
 
 
 def test_stop_escalates_to_sigterm_when_sigint_is_trapped(tmp_path: Path, children) -> None:
-    proc = _start_child(children, TRAPS_INT)
+    proc = _start_child(children, TRAPS_INT, tmp_path / "run")
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=time.time())
     clock = FakeClock()
     seen: list[tuple[str, float | None]] = []
@@ -601,7 +607,8 @@ def test_stop_escalates_to_sigterm_when_sigint_is_trapped(tmp_path: Path, childr
     assert result.signals_sent == ("SIGINT", "SIGTERM")
     assert result.target == f"process group {proc.pid}"
     assert 30 <= result.seconds < 31  # on the fake clock
-    assert result.final_state == "dead"  # status.json still says running; the pid is gone
+    # status.json still says running and the pid is gone: the user's stop, not DEAD
+    assert result.final_state == "stopped"
     assert proc.wait(5) == -signal.SIGTERM
     phases = [p for p, _ in seen]
     assert phases[0] == "sigint" and seen[0][1] == pytest.approx(30)
@@ -617,7 +624,7 @@ def test_stop_escalates_to_sigterm_when_sigint_is_trapped(tmp_path: Path, childr
     ids=["set", "defaults"],
 )
 def test_stop_escalates_to_sigkill(tmp_path: Path, children, settings, kill_at) -> None:
-    proc = _start_child(children, TRAPS_INT_TERM)
+    proc = _start_child(children, TRAPS_INT_TERM, tmp_path / "run")
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=time.time())
     clock = FakeClock()
     phases: list[str] = []
@@ -883,14 +890,18 @@ def test_cli_launch_refuses(args, message, capsys) -> None:
 def test_cli_stop(tmp_path: Path, children, capsys) -> None:
     from rgpu_tui.cli import main
 
-    proc = _start_child(children, SLEEPER)
+    proc = _start_child(children, SLEEPER, tmp_path / "run")
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=time.time())
     assert main(["stop", str(run)]) == 0
     out = capsys.readouterr()
     assert "SIGINT sent; SIGTERM in 30 s" in out.err
-    assert out.out.startswith("stopped: dead after ") and f"group {proc.pid}" in out.out
-    assert main(["stop", str(run), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["signals_sent"] == []
+    assert out.out.startswith("stopped: stopped after ") and f"group {proc.pid}" in out.out
+    # a second stop: the run is not running any more; said so, exit 1, nothing sent
+    assert main(["stop", str(run), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["signals_sent"] == [] and doc["final_state"] == "stopped"
+    assert main(["stop", str(run)]) == 1
+    assert "run is not running (it reads stopped): nothing sent" in capsys.readouterr().err
     assert main(["stop", str(tmp_path / "nowhere")]) == 2
 
 

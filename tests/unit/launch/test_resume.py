@@ -118,7 +118,7 @@ def make_run(
     """A run directory as libreyolo leaves it: status.json, metrics.jsonl for each epoch
     done, train_config.yaml, weights/last.pt."""
     run = project / name
-    (run / "weights").mkdir(parents=True)
+    (run / "weights").mkdir(parents=True, exist_ok=True)
     status = {"state": state, "total_epochs": 5, "completed_epochs": epochs_done}
     if pid is not None:
         status["pid"] = pid
@@ -133,13 +133,17 @@ def make_run(
     return run
 
 
-def _python_child(children) -> subprocess.Popen:
-    """A `python` process (a trainer by its name), in its own session, until killed."""
+def _python_child(children, run_dir: Path | None = None) -> subprocess.Popen:
+    """A `python` process (a trainer by its name), in its own session, working in
+    `run_dir` (its cwd: core.run.run_process), until killed."""
+    if run_dir is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [PY, "-c", "import time; print('ready', flush=True); time.sleep(120)"],
         stdout=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
         start_new_session=True,
+        cwd=run_dir,
     )
     children.append(proc)
     assert proc.stdout.readline() == b"ready\n"
@@ -230,7 +234,7 @@ def test_the_hf_token_never_goes_on_the_command_line(project: Path, dead_pid: in
 
 
 def test_refused_while_the_trainer_lives(project: Path, data_yaml: Path, children) -> None:
-    proc = _python_child(children)
+    proc = _python_child(children, project / "r")
     created = psutil.Process(proc.pid).create_time()
     run = make_run(project, pid=proc.pid, started_at=created, data=data_yaml)
     with pytest.raises(ResumeError, match=rf"r: still running \(pid {proc.pid}\): stop it first"):
@@ -238,6 +242,11 @@ def test_refused_while_the_trainer_lives(project: Path, data_yaml: Path, childre
     proc.kill()
     proc.wait()
     assert plan_resume(str(run), executable="libreyolo").state == "dead"  # now DEAD
+
+
+@pytest.fixture
+def live_dir(project: Path) -> Path:
+    return project / "r"  # where live_process works: make_run's run
 
 
 def test_refused_while_a_live_pid_might_be_the_run(
@@ -426,12 +435,13 @@ def test_cli_resume_prints_like_launch(
 
 
 def test_a_resumed_run_shows_the_true_epoch_progress_and_eta(
-    tmp_path: Path, write_status, write_metrics, me: psutil.Process
+    tmp_path: Path, write_status, write_metrics, children
 ) -> None:
     """libreyolo's status.json counts a resumed run's epochs from the resume point
     (completed_epochs 3, progress 0.6 for a 5-epoch run resumed after epoch 2, once done);
     the history has every epoch, and the run reads 5/5."""
     run = tmp_path / "runs" / "r"
+    me = psutil.Process(_python_child(children, run).pid)  # the trainer, working in its run
     now = time.time()
     write_metrics(run, [{"epoch": e, "train/loss": 10.0 / e} for e in range(1, 4)])
     write_status(

@@ -41,7 +41,8 @@ def refused(result, proc: subprocess.Popen, *words: str) -> None:
 
 def test_a_sleeping_process_that_is_not_python_is_refused(tmp_path: Path, children) -> None:
     # Popen returns once exec succeeded: the child is `sleep` from the start
-    proc = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    (tmp_path / "run").mkdir()
+    proc = subprocess.Popen(["sleep", "60"], start_new_session=True, cwd=tmp_path / "run")
     children.append(proc)
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=created(proc.pid))
     result = stop_run(str(run), Settings(), **MUST_NOT_WAIT)
@@ -62,7 +63,7 @@ def test_a_python_process_started_outside_the_window_is_refused(
 ) -> None:
     """status.json's started_at = the process's start + offset: the process started more
     than 10 min before it, or more than START_AFTER_S after it."""
-    proc = _start_child(children, SLEEPER)
+    proc = _start_child(children, SLEEPER, tmp_path / "run")
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=created(proc.pid) + offset)
     result = stop_run(str(run), Settings(), **MUST_NOT_WAIT)
     refused(result, proc, *words)
@@ -72,7 +73,7 @@ def test_a_python_process_started_outside_the_window_is_refused(
 def test_a_python_trainer_started_within_the_window_is_stopped(
     tmp_path: Path, children, offset: float
 ) -> None:
-    proc = _start_child(children, SLEEPER)
+    proc = _start_child(children, SLEEPER, tmp_path / "run")
     run = _status_for(tmp_path / "run", pid=proc.pid, started_at=created(proc.pid) + offset)
     result = stop_run(str(run), Settings(), sleep=time.sleep)
     assert result.ok, result.error
@@ -101,8 +102,12 @@ def test_never_pid_1_this_program_or_its_ancestors(who: str, words: str) -> None
 def test_a_child_in_this_process_group_is_signalled_alone(tmp_path: Path, children) -> None:
     """A trainer that shares this program's process group (no own session): its pid alone
     is signalled, never the group (which holds this program)."""
+    (tmp_path / "run").mkdir()
     proc = subprocess.Popen(
-        [sys.executable, "-c", SLEEPER], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL
+        [sys.executable, "-c", SLEEPER],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path / "run",
     )
     children.append(proc)
     assert proc.stdout.readline().strip() == b"ready"

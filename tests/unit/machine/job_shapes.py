@@ -76,6 +76,9 @@ def rank_main(rank: int, cfg: dict, report) -> None:
         _forever()
     if rank == 0 and cfg.get("run_dir"):
         _write_status(cfg["run_dir"])
+        # libreyolo's rank 0 keeps the run's train.log open while it trains (the run's
+        # process works in its run directory: core.run.run_process)
+        log = open(os.path.join(cfg["run_dir"], "train.log"), "a")  # noqa: F841, SIM115
     report(rank, os.getpid(), worker)
     _forever()
 

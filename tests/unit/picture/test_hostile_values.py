@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -164,20 +166,29 @@ def test_every_odd_status_value_is_unknown_and_named(tmp_path: Path) -> None:
     assert "status.json: pid out of range" in snapshot_to_text(snap)
 
 
+SLEEP = "import time; time.sleep(30)"
+
+
 def test_running_with_year_1_started_at(tmp_path: Path) -> None:
     """started_at in year 1 made `snapshot`, `cost` and the app fail ("year 0 is out of
     range"); now the elapsed time is unknown and the run says why."""
-    run = run_with_status(
-        tmp_path,
-        "r",
-        {
-            "state": "running",
-            "pid": os.getpid(),  # alive; with no usable started_at it cannot be told apart
-            "started_at": "0001-01-01T00:00:00",
-            "total_epochs": 10,
-        },
-    )
-    r = RunsWatcher(str(run)).refresh(time.time()).runs[0]
+    # a trainer whose command line names the run (core.run.run_process)
+    trainer = subprocess.Popen([sys.executable, "-c", SLEEP, str(tmp_path / "r")])
+    try:
+        run = run_with_status(
+            tmp_path,
+            "r",
+            {
+                "state": "running",
+                "pid": trainer.pid,  # alive; with no usable started_at it cannot be told apart
+                "started_at": "0001-01-01T00:00:00",
+                "total_epochs": 10,
+            },
+        )
+        r = RunsWatcher(str(run)).refresh(time.time()).runs[0]
+    finally:
+        trainer.kill()
+        trainer.wait()
     assert (r.state, r.elapsed_seconds) == ("running", None)
     assert r.problem == "status.json: started_at out of range (0001-01-01T00:00:00)"
 

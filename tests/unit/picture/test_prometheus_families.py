@@ -26,6 +26,11 @@ from ..helpers import SAMPLE_RUN, iso_utc
 MIB = 1024 * 1024
 
 
+@pytest.fixture
+def live_dir(tmp_path: Path) -> Path:
+    return tmp_path / "runs" / "live"  # where live_process works: the live run
+
+
 def samples(fams, name: str) -> dict[tuple[str, ...], float]:
     [fam] = [f for f in fams if f.metric.name == name]
     return dict(fam.samples)

@@ -157,6 +157,7 @@ def test_a_resume_not_yet_in_status_json_shows_starting_then_why_it_died(
     (info,) = _refresh(project, now).runs
     assert (info.state, info.name) == ("starting", "exp")
     assert info.problem == f"resumed (pid {me.pid}); waiting for it to write status.json"
+    assert info.error is None  # the old attempt's "process ... is gone" is not the header's
     assert info.attempts[-1].known_by == "launch record (starting)" and len(info.attempts) == 3
     gone = {**line, "pid": dead_pid(), "create_time": now - 5}
     exit_line = {"kind": "exit", "id": "r2", "returncode": 1, "time": now - 2}

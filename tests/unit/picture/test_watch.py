@@ -281,7 +281,12 @@ def test_eta_counts_down_and_elapsed_follows_now(
 
     r = watcher.refresh(now=mtime + 500).runs[0]  # overdue but not stalled
     assert r.state == "running"
-    assert r.eta_seconds == 0.0
+    # never "ETA 0s" while it runs: no ETA, and how late it is (360 s said, 500 s gone)
+    assert r.eta_seconds is None
+    assert r.eta_overdue_seconds == pytest.approx(140.0)
+    snap = watcher.refresh(now=mtime + 500)
+    assert snapshot_to_json(snap)["runs"][0]["eta_overdue_seconds"] == pytest.approx(140.0)
+    assert "eta overdue 2m20s" in snapshot_to_text(snap)
 
     write_status(run, mtime=mtime + 60, **dict(fields, completed_epochs=5))
     r = watcher.refresh(now=mtime + 70).runs[0]

@@ -131,8 +131,15 @@ def test_a_resume_not_yet_in_status_json_is_starting_or_ended_with_no_epoch():
     assert (got[1].ended, got[1].seconds, got[1].epochs) == (True, 4.0, 0)
 
 
-def test_no_status_and_no_record_is_no_attempt_and_the_mean_covers_every_row():
-    assert run_attempts(status(started_at=None), rows_of((1, 3)), [], now=T) == ()
+def test_no_status_and_no_record_is_its_rows_and_the_mean_covers_every_row():
+    assert run_attempts(status(started_at=None), Rows([], [], []), [], now=T) == ()
+    # rows only (no started_at, no launch record): its stretches, by their epoch times,
+    # so every view (compare included) gives the run the same time
+    got = run_attempts(status(started_at=None), rows_of((1, 3), (2, 4)), [], now=T)
+    assert [(a.epochs, a.seconds, a.known_by) for a in got] == [
+        (3, 6.0, "metrics.jsonl epoch times"),
+        (3, 6.0, "metrics.jsonl epoch times"),
+    ]
     rows = rows_of((1, 4), (3, 5), seconds=3.0)
     assert mean_epoch_seconds(rows) == 3.0
     assert mean_epoch_seconds(Rows([1], [0.0], [0])) is None

@@ -247,9 +247,9 @@ def full_checks(monkeypatch) -> list:
     calls: list = []
     real = status_mod.check_pid
 
-    def counting(pid, started_at):
+    def counting(pid, started_at, run_dir=None):
         calls.append(pid)
-        return real(pid, started_at)
+        return real(pid, started_at, run_dir)
 
     monkeypatch.setattr(status_mod, "check_pid", counting)
     return calls
