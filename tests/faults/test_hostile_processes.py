@@ -159,9 +159,13 @@ def test_the_app_s_own_process_spelled_in_status_json_reads_dead(tmp_path: Path)
     process started from `python -c` that imports rgpu_tui."""
     from rgpu_tui.core.run.run_process import is_rgpu_tui, run_process
 
-    code = "import rgpu_tui.cli, sys; sys.stdin.read()"
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE)
+    code = "import rgpu_tui.cli, sys; print('ready', flush=True); sys.stdin.read()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
+        # its argv is read once it runs: just after the fork it is still pytest's own
+        assert proc.stdout.readline() == "ready\n"
         ps = psutil.Process(proc.pid)
         assert is_rgpu_tui(ps)
         check = run_process(proc.pid, ps.create_time())
@@ -169,4 +173,5 @@ def test_the_app_s_own_process_spelled_in_status_json_reads_dead(tmp_path: Path)
         assert not is_rgpu_tui(psutil.Process(os.getpid()))  # pytest is not rgpu-tui
     finally:
         proc.stdin.close()
+        proc.stdout.close()
         proc.wait(10)
