@@ -41,6 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
 from urllib.parse import unquote
 
 import h11
@@ -297,7 +298,7 @@ class BoundedHTTPServer:
         status, headers, body = await loop.run_in_executor(
             self._pool, self._call_app, request, writer.get_extra_info("peername")
         )
-        data = http.send(h11.Response(status_code=status, headers=headers))
+        data = http.send(h11.Response(status_code=status, headers=headers, reason=_reason(status)))
         if request.method != b"HEAD":
             data += http.send(h11.Data(data=body))
         data += http.send(h11.EndOfMessage())
@@ -332,7 +333,9 @@ class BoundedHTTPServer:
         headers.append(("Connection", "close"))
         try:
             if http.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                data = http.send(h11.Response(status_code=400, headers=headers))
+                data = http.send(
+                    h11.Response(status_code=400, headers=headers, reason=_reason(400))
+                )
                 data += http.send(h11.Data(data=body)) + http.send(h11.EndOfMessage())
                 writer.write(data)
         except h11.LocalProtocolError:
@@ -383,6 +386,13 @@ class BoundedHTTPServer:
 
 
 _FRAMING = ("content-length", "transfer-encoding", "connection")
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
 
 
 def _stderr(text: str) -> None:
