@@ -6,6 +6,8 @@
 held up for long by a slow disk; the families and their contract are core.picture.prometheus).
 It binds loopback unless told otherwise (reach it over an SSH tunnel, or run Prometheus on
 the machine), answers `/` with one line and anything else with 404, and logs no request.
+The server is core.base.http_serve's: connections capped, a deadline for each request to
+arrive whole, a dropped client a rate-limited line at most.
 It reads only: it never pushes, notifies or stops. SIGINT and SIGTERM end it with status 0;
 a port it cannot bind ends it with status 1 and one line.
 """
@@ -18,10 +20,9 @@ import os
 import socket
 import sys
 import threading
-from socketserver import TCPServer, ThreadingMixIn
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from ..core.base.config import add_settings_flags
+from ..core.base.http_serve import BoundedHTTPServer
 from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
 from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser
@@ -29,7 +30,6 @@ from .options import DEFAULT_ROOT
 
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_EXPORTER_PORT}"
 FIRST_REFRESH_WAIT_S = 10.0  # the first Snapshot before listening (a hung disk: listen anyway)
-REQUEST_TIMEOUT_S = 10.0  # a client that sends nothing is dropped after this
 
 
 def listen_address(text: str) -> tuple[str, int]:
@@ -90,7 +90,7 @@ def cmd_exporter(argv: list[str]) -> int:
         feed = MetricsFeed(collector, on_error=_say).start()
         feed.wait_first(FIRST_REFRESH_WAIT_S)
         try:
-            server = make_server(host, port, feed)
+            server = make_server(host, port, feed, log=_say)
         except OSError as exc:
             print(
                 f"rgpu-tui: cannot listen on {printable(host)}:{port}: {exc.strerror or exc}",
@@ -181,33 +181,10 @@ def metrics_app(feed):
     return app
 
 
-class _Quiet(WSGIRequestHandler):
-    timeout = REQUEST_TIMEOUT_S
-
-    def log_message(self, format, *args) -> None:  # noqa: A002 (the base class's name)
-        pass
-
-
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-    def server_bind(self) -> None:
-        # HTTPServer's server_bind looks the host's name up (socket.getfqdn): seconds on a
-        # machine whose DNS does not answer; the name is only for CGI variables
-        TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-        self.setup_environ()
-
-
-def make_server(host: str, port: int, feed) -> WSGIServer:
-    """Bound and ready (serve_forever on a thread); OSError when it cannot bind."""
+def make_server(host: str, port: int, feed, log=None) -> BoundedHTTPServer:
+    """Bound and ready (serve_forever on a thread); OSError when it cannot bind. `log`:
+    where the rate-limited lines about dropped clients go (stderr by default)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     families = [info[0] for info in infos]  # "localhost": 127.0.0.1, what a target names
     family = socket.AF_INET if socket.AF_INET in families else families[0]
-
-    class Server(_Server):
-        address_family = family
-
-    server = Server((host, port), _Quiet)
-    server.set_app(metrics_app(feed))
-    return server
+    return BoundedHTTPServer(host, port, metrics_app(feed), family=family, log=log)

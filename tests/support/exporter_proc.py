@@ -4,6 +4,7 @@ what it says on stderr (tests/unit/cli/test_exporter.py, tests/e2e/test_exporter
 from __future__ import annotations
 
 import re
+import resource
 import signal
 import subprocess
 import threading
@@ -18,13 +19,19 @@ from .waiting import wait_until
 class Exporter:
     """`rgpu-tui exporter ROOT --listen 127.0.0.1:0 ...`; `url` once it said where."""
 
-    def __init__(self, root: Path, env: dict, *extra: str) -> None:
+    def __init__(self, root: Path, env: dict, *extra: str, nofile: int | None = None) -> None:
+        """`nofile`: the exporter's RLIMIT_NOFILE (soft and hard), as `ulimit -n` would."""
+
+        def limit() -> None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         self.proc = subprocess.Popen(
             [str(RGPU_TUI), "exporter", str(root), "--listen", "127.0.0.1:0", *extra],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=limit if nofile is not None else None,
         )
         self.err: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import unicodedata
 from pathlib import Path
 
 SAMPLE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
@@ -109,16 +110,16 @@ def make_hostile_root(root: Path) -> Path:
 
 
 def unsafe_chars(text: str) -> list[str]:
-    """The characters of `text` a terminal could act on: C0 but newline, DEL, C1, lone
-    surrogates (and the bidi overrides printable escapes)."""
+    """The characters of `text` a terminal could act on or that show nothing: C0 but
+    newline, DEL, C1, lone surrogates, format characters (Cf: zero-width, bidi controls,
+    ...) and the line and paragraph separators (Zl, Zp) that printable escapes."""
     return [
         c
         for c in text
         if (ord(c) < 0x20 and c != "\n")
         or 0x7F <= ord(c) <= 0x9F
         or 0xD800 <= ord(c) <= 0xDFFF
-        or 0x202A <= ord(c) <= 0x202E
-        or 0x2066 <= ord(c) <= 0x2069
+        or unicodedata.category(c) in ("Cf", "Zl", "Zp")
     ]
 
 

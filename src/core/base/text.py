@@ -3,25 +3,43 @@ print on a terminal.
 
 Everything in a run directory is untrusted: a log line or a status.json field may hold
 ESC sequences that set the window title, write the clipboard (OSC 52), clear the screen or
-ask the terminal a question whose answer is typed as input. `printable` is the one function
-that turns such text into visible, inert characters before it reaches any output: the text
-snapshot, every pane, every notice. JSON output keeps the original string (json escapes it).
+ask the terminal a question whose answer is typed as input, and characters that show
+nothing or move what follows (a zero-width space that makes two names look alike, a line
+separator that breaks a label, a bidi control that makes text read backwards).
+`printable` is the one function that turns such text into visible, inert characters
+before it reaches any output: the text snapshot, every pane, every notice, the exporter's
+labels. JSON output keeps the original string (json escapes it).
 
 - C0 controls and DEL become caret notation: ESC -> ``^[``, BEL -> ``^G``, DEL -> ``^?``;
   a newline becomes ``^J`` unless `newlines=True` keeps it (a multi-line area).
 - A tab becomes spaces (to the next multiple of 8 columns).
-- C1 controls (U+0080-U+009F: CSI as one character, ...), the bidirectional overrides that
-  can make text read differently than it is stored, and lone surrogates (undecodable bytes
-  of a file name, decoded with surrogateescape) become ``\\x9b``, ``\\u202e``, ``\\xff``.
+- The rest of the class becomes an escape, ``\\x9b``, ``\\u200b``, ``\\U000e0041``: C1
+  controls (U+0080-U+009F: CSI as one character, NEL), every format character (Unicode
+  category Cf: the zero-width space, joiners and marks, the bidi embeddings, overrides,
+  isolates and marks, the word joiner and invisible operators, the byte order mark, the
+  soft hyphen, the interlinear annotation marks, the tag characters), the line and
+  paragraph separators U+2028 and U+2029 (Zl, Zp), the invisible fillers (U+034F, U+115F,
+  U+1160, U+3164, U+FFA0), and lone surrogates (undecodable bytes of a file name, decoded
+  with surrogateescape: ``\\xff``, the byte itself).
+
+The ranges below are Unicode 15.1's Cf, Zl and Zp (a test checks them against the
+running Python's unicodedata, so a newer Unicode's additions are noticed).
 """
 
 from __future__ import annotations
 
 import re
 
-# C0 except tab and newline, DEL, C1, bidi embeddings/overrides/isolates, surrogates
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_UNSAFE_OR_NL = re.compile("[\x00-\x08\n\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# format characters (Cf), line and paragraph separators (Zl, Zp) and invisible fillers
+_INVISIBLE = (
+    "\u00ad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160\u180e"
+    "\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb"
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0001\U000e0020-\U000e007f"
+)
+# C0 except tab and newline, DEL, C1, the invisible class, surrogates
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_INVISIBLE}\ud800-\udfff]")
+_UNSAFE_OR_NL = re.compile(f"[\x00-\x08\n\x0b-\x1f\x7f-\x9f{_INVISIBLE}\ud800-\udfff]")
 
 
 def _visible(match: re.Match) -> str:
@@ -30,10 +48,12 @@ def _visible(match: re.Match) -> str:
         return "^" + chr(code + 0x40)
     if code == 0x7F:
         return "^?"
-    if code <= 0x9F:
+    if code <= 0xFF:
         return f"\\x{code:02x}"
     if 0xDC80 <= code <= 0xDCFF:  # surrogateescape: the undecodable byte itself
         return f"\\x{code - 0xDC00:02x}"
+    if code > 0xFFFF:
+        return f"\\U{code:08x}"
     return f"\\u{code:04x}"
 
 

@@ -7,8 +7,14 @@ line waits for its newline; malformed lines are skipped and counted; a file
 truncated or replaced is read again from the start. After a resume an epoch can
 appear again: the later row wins (every row from that epoch on is dropped).
 
-Numeric columns are kept as compact arrays (8 bytes a value) so that last, min,
-max and best stay exact over the whole run, even after a resume.
+What is read stays bounded whatever the file holds (core.run.thin_rows): every row of a
+file of up to 3,072 rows (more epochs than a real run has), and past that the newest
+1,024 rows and one in `stride` of the older ones (a power of two: the rows a chart of
+core.run.series samples), as compact arrays (8 bytes a value); at most MAX_COLUMNS
+columns. Last, min, max and best are running aggregates over every row, exact after a
+resume too (the rows before the kept ones are folded into a base as they are thinned);
+a resume that goes back past the newest 1,024 rows of a longer file recomputes them from
+the kept rows (within `stride` rows of exact).
 
 For the charts (core.run.series) the reader also keeps, per kept row, the training time
 spent up to it over every attempt (the sum of the rows' `time` fields, rows dropped by a
@@ -35,11 +41,15 @@ from dataclasses import dataclass
 
 from ..base.values import DURATIONS, EPOCHS, METRIC, checked, int_or_none, num, parse_json
 from .tail import IncrementalFile, LineSplitter
+from .thin_rows import RowThinner, RowView
 
 MAX_METRICS_LINE = 1024 * 1024  # a real row is ~1.5 KB; longer lines are malformed
-READ_BATCH = 4 * 1024 * 1024
+READ_BATCH = 1024 * 1024  # bytes parsed at a time (4 MB held ~14 MB of lines at once)
 NAN = float("nan")
 MAX_RESUME_POINTS = 1000  # a file resumed more often keeps the newest
+MAX_DIVERGED = 1000  # diverged epochs: the newest kept
+MAX_COLUMNS = 512  # keys of the rows: those past it are not read
+MAX_BY_EPOCH = 4096  # CheckpointRows.by_epoch: the epochs written last kept
 UNVALIDATED = 1  # row flags (MetricsReader.row_flags)
 DIVERGED = 2
 
@@ -81,7 +91,7 @@ class CheckpointRows:
         self.last: tuple | None = None  # (epoch, name, metric) of the last row: last.pt
         self.last_best: tuple | None = None  # (best_epoch, name, best) by the last row
         self.best: tuple | None = None  # the last is_best row: best.pt
-        self.by_epoch: dict[int, tuple] = {}  # epoch -> (name, metric): epoch_N.pt
+        self.by_epoch: dict[int, tuple] = {}  # epoch -> (name, metric): epoch_N.pt (bounded)
         self._names: dict[str, str] = {}  # one copy of each metric name
 
     def _name(self, value) -> str | None:
@@ -107,7 +117,10 @@ class CheckpointRows:
                 num(row["best_metric"] if "best_metric" in row else row.get("current_metric")),
             )
         if epoch is not None:
+            self.by_epoch.pop(epoch, None)  # the newest epochs are the last keys
             self.by_epoch[epoch] = (current, value)
+            if len(self.by_epoch) > 2 * MAX_BY_EPOCH:  # the newest MAX_BY_EPOCH at least
+                self.by_epoch = dict(list(self.by_epoch.items())[-MAX_BY_EPOCH:])
 
 
 @dataclass(frozen=True)
@@ -151,13 +164,17 @@ class MetricsReader:
     def _clear(self) -> None:
         self._lines = LineSplitter(MAX_METRICS_LINE)
         self.columns: list[str] = []
+        # the kept rows (core.run.thin_rows) and, parallel to them, their epochs and values
+        self._kept = RowThinner()
         self._epochs = array("q")
         self._values: dict[str, array] = {}
         self._last_row: dict = {}
         self._seen: set[str] = set()
         # per numeric column: [last, min, max, best, best_epoch, direction], O(1) per row
         self._running: dict[str, list] = {}
-        self._stats_dirty = False  # a resume dropped rows: recompute from the arrays
+        self._base: dict[str, list] = {}  # the same over the rows before _kept.boundary
+        self._stats_dirty = False  # a resume dropped rows: recompute (base + kept rows)
+        self._diverged: list[int] = []  # epochs whose loss was null or not finite
         self._stats: dict[str, ColumnStats] | None = None
         self._csv_header: list[str] | None = None
         self.malformed = 0
@@ -171,11 +188,19 @@ class MetricsReader:
         self.resume_points: list[int] = []  # first epoch of each attempt after the first
         # every row read, in file order, the rows a resume wrote again included (what the
         # attempts of a run are counted from, core.records.attempts): its epoch, and the
-        # running sums of the finite `time` (seconds the epoch took) and of the rows with one
-        self.row_epochs = array("q")
-        self.row_seconds = array("d")
-        self.row_timed = array("q")
-        self.row_repeats = array("q")  # the rows whose epoch is not after the previous row's
+        # running sums of the finite `time` (seconds the epoch took) and of the rows with one;
+        # thinned like the kept rows, each seen as every row's (RowView), the rows where an
+        # attempt began again and the rows before them always kept
+        self._log = RowThinner()
+        self._log_epochs = array("q")
+        self._log_seconds = array("d")
+        self._log_timed = array("q")
+        self.row_epochs = RowView(self._log, self._log_epochs)
+        self.row_seconds = RowView(self._log, self._log_seconds)
+        self.row_timed = RowView(self._log, self._log_timed)
+        self.row_repeats: list[int] = []  # the rows whose epoch is not after the previous
+        self._time_total = 0.0
+        self._time_rows = 0
 
     # -- reading -----------------------------------------------------------
 
@@ -269,33 +294,19 @@ class MetricsReader:
             self.odd_epochs += 1
         if epoch is None:
             epoch = (self._epochs[-1] + 1) if self._epochs else 1
+        if new_attempt(self._epochs[-1] if self._epochs else None, epoch):
+            self._resume_at(epoch)  # a resumed run writes this epoch again: the later row wins
         n = len(self._epochs)
-        if new_attempt(self._epochs[-1] if n else None, epoch):
-            # a resumed run writes this epoch again: the later row wins
-            keep = bisect_left(self._epochs, epoch)
-            del self._epochs[keep:]
-            for values in self._values.values():
-                del values[keep:]
-            del self._spent[keep:]
-            del self._flags[keep:]
-            n = keep
-            self._stats_dirty = True
-            points = [p for p in self.resume_points if p < epoch]  # now overwritten
-            points.append(epoch)
-            self.resume_points = points[-MAX_RESUME_POINTS:]
         self._epochs.append(epoch)
         took = checked(row.get("time"), DURATIONS)[0]
-        before = (self.row_seconds[-1], self.row_timed[-1]) if self.row_epochs else (0.0, 0)
-        if new_attempt(self.row_epochs[-1] if self.row_epochs else None, epoch):
-            self.row_repeats.append(len(self.row_epochs))
-        self.row_epochs.append(epoch)
-        self.row_seconds.append(before[0] + (took or 0.0))
-        self.row_timed.append(before[1] + (took is not None))
+        self._log_row(epoch, took)
         self._spent.append(self.time_total)
         flags = UNVALIDATED if row.get("validated") is False else 0
         appended = 0
         for key, value in row.items():
             if key not in self._seen:
+                if len(self._seen) >= MAX_COLUMNS:
+                    continue
                 self._seen.add(key)
                 self.columns.append(key)
             kind = type(value)
@@ -326,15 +337,99 @@ class MetricsReader:
                 if len(values) < n + 1:
                     values.append(NAN)
         self._flags.append(flags)
+        if flags & DIVERGED:
+            self._diverged.append(epoch)
+            if len(self._diverged) > 2 * MAX_DIVERGED:
+                del self._diverged[:-MAX_DIVERGED]
         self._last_row = row
         self._stats = None
         self.checkpoint_rows.add(row)
+        if self._kept.append():
+            self._compact_kept()
+
+    def _resume_at(self, epoch: int) -> None:
+        """Drop the kept rows from `epoch` on (a resume writes them again)."""
+        keep = bisect_left(self._epochs, epoch)
+        kept = self._kept
+        if keep < len(self._epochs):
+            at = kept.index[keep]
+            if keep == 0 or kept.index[keep - 1] == at - 1:
+                count = at  # the rows before it are all kept: exact
+            else:  # a thinned stretch: as many rows as epochs up to `epoch`, at most
+                prev = kept.index[keep - 1]
+                count = prev + 1 + max(0, min(epoch - self._epochs[keep - 1] - 1, at - prev - 1))
+        else:
+            count = kept.count
+        exact = count >= kept.boundary
+        del self._epochs[keep:]
+        for values in self._values.values():
+            del values[keep:]
+        del self._spent[keep:]
+        del self._flags[keep:]
+        kept.truncate(keep, count)
+        if not exact:  # the base held rows now dropped: rebuilt from the kept rows
+            self._base = self._fold(range(len(self._epochs)), {})
+        self._stats_dirty = True
+        self._diverged = [e for e in self._diverged if e < epoch]
+        points = [p for p in self.resume_points if p < epoch]  # now overwritten
+        points.append(epoch)
+        self.resume_points = points[-MAX_RESUME_POINTS:]
+
+    def _compact_kept(self) -> None:
+        rows = self._kept.index  # before: compact puts a new array in its place
+        keep, before, boundary = self._kept.compact()
+        # the rows that leave the exact stretch are folded into the base first
+        lo, hi = bisect_left(rows, before), bisect_left(rows, boundary)
+        self._base = self._fold(range(lo, hi), self._base)
+        _take(self._epochs, keep)
+        for values in self._values.values():
+            _take(values, keep)
+        _take(self._spent, keep)
+        _take(self._flags, keep)
+
+    def _fold(self, positions, base: dict[str, list]) -> dict[str, list]:
+        """`base` (running aggregates per column) with the kept rows at `positions` folded
+        in, in order."""
+        out = {name: list(r) for name, r in base.items()}
+        for name, values in self._values.items():
+            running = out.get(name)
+            if running is None:
+                running = out[name] = _new_running(name)
+            for p in positions:
+                v = values[p]
+                if v == v:
+                    _update_running(running, v, self._epochs[p])
+        return out
+
+    def _log_row(self, epoch: int, took: float | None) -> None:
+        """Every row read, in file order (see _clear)."""
+        log = self._log
+        if new_attempt(self._log_epochs[-1] if self._log_epochs else None, epoch):
+            row = log.count
+            self.row_repeats.append(row)
+            log.pin(row - 1)  # an attempt's sums end there: kept exact
+            log.pin(row)
+            if len(self.row_repeats) > MAX_RESUME_POINTS:
+                old = self.row_repeats.pop(0)
+                log.unpin(old - 1)
+                log.unpin(old)
+        self._time_total += took or 0.0
+        self._time_rows += took is not None
+        self._log_epochs.append(epoch)
+        self._log_seconds.append(self._time_total)
+        self._log_timed.append(self._time_rows)
+        if log.append():
+            keep = log.compact()[0]
+            _take(self._log_epochs, keep)
+            _take(self._log_seconds, keep)
+            _take(self._log_timed, keep)
 
     # -- results -----------------------------------------------------------
 
     @property
     def row_count(self) -> int:
-        return len(self._epochs)
+        """The rows of the history (a resume's rewritten epochs counted once)."""
+        return self._kept.count
 
     @property
     def last_row(self) -> dict:
@@ -348,16 +443,32 @@ class MetricsReader:
     def time_total(self) -> float:
         """Seconds of training: the `time` of every row read, rows a resume wrote again
         included."""
-        return self.row_seconds[-1] if self.row_seconds else 0.0
+        return self._time_total
 
     @property
     def time_rows(self) -> int:
         """How many rows read had a usable `time`."""
-        return self.row_timed[-1] if self.row_timed else 0
+        return self._time_rows
+
+    @property
+    def kept_rows(self) -> int:
+        """How many rows the arrays hold (row_count while the file is short; bounded)."""
+        return len(self._epochs)
 
     def epochs(self) -> array:
         """The epoch of each kept row, ascending (a copy)."""
         return array("q", self._epochs)
+
+    def positions(self, rows) -> list[int]:
+        """The positions in the arrays (epochs, column, spent, row_flags) of the rows
+        numbered `rows` (0 to row_count - 1, ascending), each the row itself when kept,
+        else the nearest kept row before it; a position is given once."""
+        kept = self._kept
+        return list(dict.fromkeys(kept.position(i) for i in rows))
+
+    def diverged_epochs(self) -> list[int]:
+        """The epochs whose loss was null or not finite, the newest MAX_DIVERGED."""
+        return self._diverged[-MAX_DIVERGED:]
 
     def column(self, name: str) -> array | None:
         """The values of a numeric column, one per kept row, NaN where the row had none
@@ -399,13 +510,9 @@ class MetricsReader:
     def stats(self) -> dict[str, ColumnStats]:
         """last/min/max/best per numeric column over the whole (resumed) run."""
         if self._stats_dirty:
-            # rows were dropped by a resume: recompute once from the arrays
-            for name, values in self._values.items():
-                running = _new_running(name)
-                for v, epoch in zip(values, self._epochs, strict=True):
-                    if v == v:
-                        _update_running(running, v, epoch)
-                self._running[name] = running
+            # rows were dropped by a resume: recompute once, the base and the exact rows
+            start = bisect_left(self._kept.index, self._kept.boundary)
+            self._running = self._fold(range(start, len(self._epochs)), self._base)
             self._stats_dirty = False
             self._stats = None
         if self._stats is None:
@@ -426,6 +533,11 @@ class MetricsReader:
 
 
 _HEADER = object()
+
+
+def _take(values: array, keep: list[int]) -> None:
+    """Keep the items at positions `keep` (ascending), in place (views hold the array)."""
+    values[:] = array(values.typecode, [values[p] for p in keep])
 
 
 def _new_running(name: str) -> list:

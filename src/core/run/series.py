@@ -18,7 +18,8 @@ The rules, the same for the chart view, `rgpu-tui chart` and its --json:
 
 Memory is bounded: a series holds at most MAX_POINTS values. A longer run keeps one row
 in `stride` (a power of two, so the kept rows change only when the stride doubles, about
-log2 times over a run) and always its last row.
+log2 times over a run) and always its last row. The reader itself keeps a bounded number
+of rows (core.run.thin_rows), among them every row such a stride asks for.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 from ..model.snapshot import ChartSeries, RunChart
-from .metrics import DIVERGED, UNVALIDATED, MetricsReader
+from .metrics import UNVALIDATED, MetricsReader
 
 MAX_POINTS = 512
 MAX_MARKS = 1000  # resume points, diverged epochs: the newest kept
@@ -130,10 +131,10 @@ def honest_chart(
     """The series `names` of the run (names it has no column of are left out), its epochs,
     time spent, resume points and diverged epochs. Marks that need more than the rows
     (checkpoints, pushes) and the config are core.picture.charts'."""
-    epochs = reader.epochs()
-    rows = len(epochs)
+    rows = reader.row_count
     stride = stride_for(rows, max_points)
-    keep = sampled(rows, stride)
+    keep = reader.positions(sampled(rows, stride))  # where the reader keeps those rows
+    epochs = reader.epochs()
     flags = reader.row_flags()
     series = []
     for name in dict.fromkeys(names):
@@ -144,10 +145,7 @@ def honest_chart(
         values = tuple(honest(column[i], not (check and flags[i] & UNVALIDATED)) for i in keep)
         series.append(ChartSeries(name=name, values=values))
     spent = reader.spent()
-    diverged = []
-    raw = flags.tobytes()
-    if any(bytes((f,)) in raw for f in (DIVERGED, DIVERGED | UNVALIDATED)):  # rare: look
-        diverged = [epochs[i] for i in range(rows) if flags[i] & DIVERGED][-MAX_MARKS:]
+    diverged = reader.diverged_epochs()[-MAX_MARKS:]
     return RunChart(
         run_dir=run_dir,
         epochs=tuple(epochs[i] for i in keep),

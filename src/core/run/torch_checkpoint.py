@@ -22,6 +22,10 @@ checked before it takes a real name), resume (core.launch.resume: which checkpoi
 resume from) and the refresh (core.run.checkpoints: the push dialogs mark an invalid file)
 all ask here. The file is untrusted: opened without blocking (core.base.safeio), data.pkl
 read only up to PKL_MAX_BYTES, and any failure is a one-line problem, never an exception.
+Before the zip's directory is read (zipfile builds an object per entry: a forged directory
+of 1,000,000 entries took tens of seconds and ~550 MB), its end record is read: a
+directory that says it lists more than MAX_ENTRIES entries, or is larger than
+MAX_DIRECTORY_BYTES, is not read and the file is invalid, with a line that says so.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import io
 import os
 import pickle
 import re
+import struct
 import zipfile
 from dataclasses import dataclass
 
@@ -38,6 +43,14 @@ from ..base.values import EPOCHS, checked
 
 PKL_RE = re.compile(r"[^/]+/data\.pkl")
 PKL_MAX_BYTES = 64 * 1024 * 1024  # a 100M-parameter model's data.pkl is a few MB
+# a checkpoint's entries: data.pkl, a few small files and one per tensor's storage (model,
+# EMA and optimizer state of the largest YOLO: a few thousand); 10x that, read in < 0.1 s
+MAX_ENTRIES = 20_000
+MAX_DIRECTORY_BYTES = MAX_ENTRIES * 256  # a central directory entry: 46 bytes + name + extra
+_EOCD = b"PK\x05\x06"
+_EOCD_SIZE = 22
+_ZIP64_LOCATOR = b"PK\x06\x07"
+_ZIP64_EOCD = b"PK\x06\x06"
 
 
 @dataclass(frozen=True)
@@ -109,8 +122,39 @@ def check_checkpoint(
         return _check_open(fh, name, size, crc, epoch)
 
 
+def _directory_size(fh, size: int) -> tuple[int, int] | None:
+    """(entries, bytes) the zip's end record says its central directory holds (the zip64
+    end record's when there is one); None when there is no end record (zipfile says why)."""
+    tail_len = min(size, _EOCD_SIZE + 0xFFFF + 20)  # the record, its comment, a zip64 locator
+    fh.seek(size - tail_len)
+    tail = fh.read(tail_len)
+    at = tail.rfind(_EOCD, 0, max(0, len(tail) - _EOCD_SIZE + len(_EOCD)))
+    if at < 0:
+        return None
+    entries, directory = struct.unpack_from("<HL", tail, at + 10)
+    locator = at - 20
+    if locator >= 0 and tail[locator : locator + 4] == _ZIP64_LOCATOR:
+        (offset,) = struct.unpack_from("<Q", tail, locator + 8)
+        if 0 <= offset <= size - 56:
+            fh.seek(offset)
+            record = fh.read(56)
+            if record[:4] == _ZIP64_EOCD:
+                entries, directory = struct.unpack_from("<QQ", record, 32)
+    return entries, directory
+
+
 def _check_open(fh, name: str, size: int, crc: bool, epoch: bool) -> Checked:
     try:
+        listed = _directory_size(fh, size)
+        if listed is not None and (listed[0] > MAX_ENTRIES or listed[1] > MAX_DIRECTORY_BYTES):
+            entries, directory = listed
+            return Checked(
+                f"{name} is not a torch checkpoint: its zip directory lists {entries:,} "
+                f"entries in {directory:,} bytes (a checkpoint has at most {MAX_ENTRIES:,}; "
+                "not read)",
+                size,
+            )
+        fh.seek(0)
         with zipfile.ZipFile(fh) as archive:
             members = [i for i in archive.infolist() if PKL_RE.fullmatch(i.filename)]
             if not members:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import unicodedata
 
 import pytest
 
@@ -25,6 +26,17 @@ from rgpu_tui.core.base.text import is_printable, printable
         ("tab\tstop", "tab     stop"),
         ("rtl\u202eevil", "rtl\\u202eevil"),
         ("bad\udcffname", "bad\\xffname"),
+        # the invisible class: zero-width, joiners, separators, marks, BOM, tags, fillers
+        ("zero\u200bwidth", "zero\\u200bwidth"),
+        ("a\u2028line\u2029para", "a\\u2028line\\u2029para"),
+        ("join\u200c\u200d\u2060", "join\\u200c\\u200d\\u2060"),
+        ("mark\u200e\u200f\u061c", "mark\\u200e\\u200f\\u061c"),
+        ("iso\u2066x\u2069", "iso\\u2066x\\u2069"),
+        ("bom\ufeff", "bom\\ufeff"),
+        ("soft\u00adhyphen", "soft\\xadhyphen"),
+        ("tag\U000e0041", "tag\\U000e0041"),
+        ("fill\u3164\u115f", "fill\\u3164\\u115f"),
+        ("nel\x85", "nel\\x85"),
         ("plain é ✓ 漢字", "plain é ✓ 漢字"),
         ("", ""),
     ],
@@ -35,6 +47,19 @@ def test_printable(raw, shown):
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in out)
     out.encode("utf-8")  # no lone surrogate left
     assert is_printable(out)
+
+
+def test_printable_escapes_every_format_and_separator_character():
+    # the whole class, as the running Python's Unicode database has it: every format
+    # character (Cf), line and paragraph separator (Zl, Zp) and control (Cc) is escaped
+    kept = [
+        f"U+{c:04X}"
+        for c in range(0x110000)
+        if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp", "Cc")
+        and chr(c) not in "\t\n"  # a tab becomes spaces, a newline ^J (tested above)
+        and printable(chr(c)) == chr(c)
+    ]
+    assert kept == []
 
 
 def test_printable_keeps_newlines_when_asked():

@@ -151,3 +151,33 @@ def test_inert_body_never_reads_markup() -> None:
     body = inert_body("run [bold]x[/] and [/]\x1b]0;T\x07\nnext")
     assert isinstance(body, Text)
     assert body.plain == "run [bold]x[/] and [/]^[]0;T^G\nnext"
+
+
+def test_invisible_characters_in_run_names_are_shown_escaped(tmp_path: Path) -> None:
+    # issue 34 item 8: a zero-width space makes a twin of a run's name, U+2028 breaks a
+    # line in a label, a bidi isolate and a tag character hide text: every one is escaped
+    # in the text snapshot and in the exporter's run labels
+    from rgpu_tui.core.picture.prometheus import run_labels
+
+    root = tmp_path / "runs"
+    names = ["exp\u200b1", "line\u2028break", "iso\u2067x\u2069", "tag\U000e0041", "bom\ufeff"]
+    for name in names:
+        run = root / name
+        run.mkdir(parents=True)
+        (run / "status.json").write_text(json.dumps({"state": "completed", "total_epochs": 1}))
+    snap = _snapshot(root)
+    text = snapshot_to_text(snap)
+    assert unsafe_chars(text) == []
+    for shown in (
+        "exp\\u200b1",
+        "line\\u2028break",
+        "iso\\u2067x\\u2069",
+        "tag\\U000e0041",
+        "bom\\ufeff",
+    ):
+        assert shown in text, shown
+    labels = sorted(run_labels(snap).values())
+    assert labels == sorted(
+        ["exp\\u200b1", "line\\u2028break", "iso\\u2067x\\u2069", "tag\\U000e0041", "bom\\ufeff"]
+    )
+    assert all(unsafe_chars(label) == [] for label in labels)

@@ -13,7 +13,7 @@ import pytest
 from support.checkpoints import checkpoint_bytes, epoch_checkpoint
 from support.fifos import make_fifo, returns_within
 
-from rgpu_tui.core.run.torch_checkpoint import check_checkpoint
+from rgpu_tui.core.run.torch_checkpoint import MAX_DIRECTORY_BYTES, MAX_ENTRIES, check_checkpoint
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -106,3 +106,38 @@ def test_the_pickle_runs_nothing_and_odd_epochs_are_unknown(tmp_path: Path):
         out.writestr("a/data.pkl", b"\x80\x02garbage that is no pickle")
     got = check_checkpoint(str(_write(tmp_path / "g.pt", buf.getvalue())), epoch=True)
     assert got.valid and got.epoch is None
+
+
+def _many_entries(path: Path, entries: int, name_len: int = 8) -> Path:
+    """A zip with a data.pkl and `entries` - 1 empty members (stored, no data)."""
+    with zipfile.ZipFile(path, "w") as out:
+        out.writestr("a/data.pkl", pickle.dumps({"epoch": 0}, protocol=2))
+        for i in range(entries - 1):
+            out.writestr(f"a/data/{i:0{name_len}d}", b"")
+    return path
+
+
+@pytest.mark.parametrize("entries", [MAX_ENTRIES + 1, 70_000])  # 70,000: a zip64 directory
+def test_a_zip_directory_past_the_cap_is_not_read(tmp_path: Path, entries: int):
+    # issue 34 item 8: a directory of 1,000,000 entries took tens of seconds and ~550 MB;
+    # the end record says how many there are, and past MAX_ENTRIES none is read
+    path = _many_entries(tmp_path / "many.pt", entries)
+    got = check_checkpoint(str(path), epoch=True)
+    assert not got.valid
+    assert f"lists {entries:,} entries" in got.problem
+    assert got.size == path.stat().st_size
+    # at the cap it is read as before
+    assert check_checkpoint(str(_many_entries(tmp_path / "ok.pt", 300)), epoch=True).valid
+
+
+def test_a_directory_that_understates_its_entries_is_capped_by_its_bytes(tmp_path: Path):
+    # the end record's entry count is forged down to 10: zipfile reads a directory by its
+    # size, so the size is capped too
+    path = _many_entries(tmp_path / "liar.pt", MAX_DIRECTORY_BYTES // 200, name_len=200)
+    data = bytearray(path.read_bytes())
+    at = data.rfind(b"PK\x05\x06")
+    data[at + 8 : at + 12] = (10).to_bytes(2, "little") * 2
+    path.write_bytes(bytes(data))
+    got = check_checkpoint(str(path))
+    assert not got.valid
+    assert "lists 10 entries in" in got.problem
