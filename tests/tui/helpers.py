@@ -47,6 +47,12 @@ def rendered(widget) -> str:
     return str(out)
 
 
+def rendered_words(widget) -> str:
+    """What a widget renders with its rows joined by one space: a sentence checked whatever
+    the row it wraps at (the length of a temp path moves the breaks)."""
+    return " ".join(rendered(widget).split("\n"))
+
+
 def notices(app) -> list[str]:
     """The messages of the notices the app is showing now."""
     return [str(n.message) for n in app._notifications]

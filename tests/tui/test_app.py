@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from rgpu_tui.core.base.text import shorten_middle
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.widgets.gpus import GpuPane
 from rgpu_tui.tui.widgets.log_pane import LogPane
@@ -14,7 +15,7 @@ from rgpu_tui.tui.widgets.metrics import MetricsPane
 from rgpu_tui.tui.widgets.run_header import RunHeader
 from rgpu_tui.tui.widgets.runs_list import RunsList
 
-from .helpers import make_app, rendered, wait_for
+from .helpers import make_app, rendered, rendered_words, wait_for
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -136,15 +137,22 @@ async def test_live_refresh_picks_up_a_new_epoch(runs_root):
 
 
 async def test_empty_root_says_where_it_looked(tmp_path, runs_root):
+    """The message wraps between words whatever the length of the root's path (pytest's
+    temp path, its counter): no row ends with a space, one space joins the rows back, and a
+    path wider than the pane is shortened in its middle, never cut in two."""
     empty = tmp_path / "empty"
     empty.mkdir()
     app = make_app(runs_root, root=empty)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        text = rendered(app.query_one(RunHeader))
-        assert "\n" in text  # the message wraps (at spaces, or inside the long path)
-        assert str(empty) in text.replace("\n", "")  # folded, or wrapped at the space before
-        assert "libreyolo train" in text.replace("\n", " ")  # wrapped at its space, or not
+        header = app.query_one(RunHeader)
+        rows = rendered(header).split("\n")
+        width = header.size.width
+        assert len(rows) > 1  # the message wraps
+        assert all(len(r) <= width and r == r.strip() for r in rows)
+        joined = " ".join(rows)
+        assert f"No runs under {shorten_middle(str(empty), width)} yet:" in joined
+        assert "when `libreyolo train ... project=" in joined
         assert option_texts(app) == []
 
 
@@ -152,12 +160,12 @@ async def test_missing_root_still_opens(tmp_path, runs_root):
     app = make_app(runs_root, root=tmp_path / "nope")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        assert "does not exist" in rendered(app.query_one(RunHeader))
+        assert "does not exist yet" in rendered_words(app.query_one(RunHeader))
         (tmp_path / "nope").mkdir()
         # the root appearing later is picked up by the next refreshes
         app.interval = 0.05
         app.request_refresh()
-        await wait_for(pilot, lambda: "No runs under" in rendered(app.query_one(RunHeader)))
+        await wait_for(pilot, lambda: "No runs under" in rendered_words(app.query_one(RunHeader)))
 
 
 async def test_unchanged_panes_are_not_repainted(runs_root):
