@@ -69,6 +69,20 @@ class AppRules:
             markup=False,
         )
 
+    def action_help_quit(self) -> None:
+        """ctrl+c: say which keys quit. Textual's own notice is markup ("Press [b]ctrl+q[/b]")
+        and every notice here is plain text, so it showed the brackets."""
+        quits = [
+            active.binding
+            for active in self.active_bindings.values()
+            if active.binding.action in ("quit", "app.quit")
+        ]
+        quits.sort(key=lambda b: not b.show)  # stable: the footer's key first
+        keys = [self.get_key_display(b) for b in quits]
+        if keys:
+            said = " or ".join(dict.fromkeys(keys))
+            self.notify(f"Press {said} to quit the app.", title="Do you want to quit?")
+
     def on_resize(self, event) -> None:
         self._set_layout(event.size)
 

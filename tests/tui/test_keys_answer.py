@@ -181,3 +181,12 @@ async def test_the_palette_in_a_hosts_view_lists_that_screens_keys(runs_root, ma
             if _available(app.screen, binding):
                 assert _listed(app, binding, titles), (binding, titles)
         assert "Quit (q, ^q)" in titles  # the app's own
+
+
+async def test_ctrl_c_says_which_keys_quit_without_markup(runs_root):
+    app = make_app(runs_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: bool(notices(app)))
+        assert notices(app) == ["Press q or ^q to quit the app."]
