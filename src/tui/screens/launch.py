@@ -33,6 +33,7 @@ from ...core.launch.launch_spec import (
     make_spec,
 )
 from ...core.records.launch_records import LaunchRecord
+from ..widgets.form_keys import FOCUS_KEYS, FormCheckbox, FormInput
 
 FIELDS = (
     ("model", "model"),
@@ -51,6 +52,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+l", "launch", "Launch"),
+        *FOCUS_KEYS,  # a burst of keys lands in the field each was typed for (form_keys)
     ]
     DEFAULT_CSS = """
     LaunchScreen { align: center middle; }
@@ -65,7 +67,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
     LaunchScreen Horizontal:focus-within { background: $accent 15%; }
     LaunchScreen Horizontal:focus-within Label { color: $accent; text-style: bold; }
     LaunchScreen Checkbox { height: 1; border: none; padding: 0; }
-    LaunchScreen Checkbox:focus { background: $accent 40%; }
+    LaunchScreen Checkbox:focus { background: $accent 40%; border: none; }
     LaunchScreen #status { color: $warning; }
     """
 
@@ -100,8 +102,8 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
             for key, label in FIELDS:
                 with Horizontal():
                     yield Label(label)
-                    yield Input(value=self._defaults.get(key, ""), id=f"f-{key}")
-            yield Checkbox("check the dataset first (libreyolo doctor)", True, id="doctor")
+                    yield FormInput(value=self._defaults.get(key, ""), id=f"f-{key}")
+            yield FormCheckbox("check the dataset first (libreyolo doctor)", True, id="doctor")
             # what went wrong comes first: on a 24-row terminal the form's end can be cut
             yield Static("", id="status")
             yield Static("", id="command")
