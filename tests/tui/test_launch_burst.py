@@ -54,13 +54,14 @@ def test_a_burst_of_keys_lands_in_the_fields_it_was_typed_for(runs_root, tmp_pat
     try:
         wait_until(lambda: "runs (3)" in shown(), "the first frame", 30, shown)
         os.write(app.fd, b"n")
-        wait_until(lambda: field(screen(), "epochs") == "100", "the launch form", 30, shown)
+        # the clone's name is a run: the form offers the next free one (live_exp2)
+        wait_until(lambda: field(screen(), "name") == "live_exp2", "the launch form", 30, shown)
         burst = (
             "d.yaml"  # into data.yaml, the focused field
             + TAB + END + BSPACE * 4 + "70"  # epochs: 100 -> 70
             + TAB + END + BSPACE * 2 + "200"  # batch: -1 -> 200
             + BACKTAB + END + "5"  # back to epochs: 705
-            + TAB * 5 + END + BSPACE * 3 + "abc"  # past imgsz, device, project to name
+            + TAB * 5 + END + BSPACE * 4 + "abc"  # past imgsz, device, project to name
         )  # fmt: skip
         os.write(app.fd, burst.encode())  # one write: the app reads them at once
 
