@@ -16,12 +16,14 @@ installed apart from training).
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..base.invocation import command
 from ..records.launch_records import LaunchRecord
 from ..records.launch_runs import launch_alive
 from .doctor import run_doctor
@@ -204,7 +206,10 @@ def after_app_lines(demo: Demo) -> list[str]:
     if not launch_alive(record):
         return []
     state = wait_for_run_dir(record, 0)
-    how = f"rgpu-tui stop {state.run_dir}" if state.run_dir else f"kill -INT {record.pid}"
+    if state.run_dir:
+        how = f"{command()} stop {shlex.quote(state.run_dir)}"
+    else:
+        how = f"kill -INT {record.pid}"
     return [
         f"the demo run goes on in the background (pid {record.pid}); stop it with:",
         f"  {how}",
