@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -254,3 +255,19 @@ async def test_the_header_formats_the_update_time_the_snapshot_carries(runs_root
         app.run_header.show(run, snap.generated_at)
         await pilot.pause()
         assert "updated 1m15s ago" in rendered(app.run_header)
+
+
+async def test_a_failed_run_without_metrics_says_none_will_come(runs_root, tmp_path):
+    """A FAILED run never gets metrics: the pane says it ended, not "yet"."""
+    root = tmp_path / "r"
+    shutil.copytree(
+        runs_root.root / "failed_oom",
+        root / "failed_oom",
+        ignore=shutil.ignore_patterns("metrics.jsonl", "results.csv"),
+    )
+    app = make_app(runs_root, root=root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        assert app.snapshot.selected_run.state == "failed"
+        metrics = rendered_words(app.query_one(MetricsPane))
+        assert metrics == "no metrics.jsonl or results.csv: the run ended before an epoch's line"
