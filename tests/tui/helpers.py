@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable
 
+from rich.console import Console, ConsoleRenderable
 from rich.text import Text
 from textual.pilot import Pilot
 
@@ -38,12 +40,26 @@ async def wait_for(pilot: Pilot, cond: Callable[[], bool], timeout: float = 10.0
 
 
 def rendered(widget) -> str:
-    """The plain text a widget renders now."""
+    """The plain text a widget renders now (a Rich renderable, a table in a group: as a
+    console of the widget's width prints it)."""
     out = widget.render()
     if isinstance(out, Text):
         return out.plain
-    if hasattr(out, "renderables"):  # rich Group
-        return "\n".join(r.plain if isinstance(r, Text) else str(r) for r in out.renderables)
+    content = getattr(widget, "content", None)  # a Static: what it was given, not its Visual
+    if not isinstance(content, (str, Text)) and (
+        isinstance(content, ConsoleRenderable) or hasattr(content, "renderables")
+    ):
+        out = content  # a group, a table: the help
+    parts = getattr(out, "renderables", None)  # rich Group
+    if parts is not None and all(isinstance(r, Text) for r in parts):
+        return "\n".join(r.plain for r in parts)
+    if parts is not None or isinstance(out, ConsoleRenderable):
+        console = Console(
+            width=widget.content_size.width or 80, file=io.StringIO(), color_system=None
+        )
+        with console.capture() as captured:
+            console.print(out)
+        return "\n".join(line.rstrip() for line in captured.get().splitlines())
     return str(out)
 
 

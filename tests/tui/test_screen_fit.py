@@ -15,7 +15,7 @@ from textual.containers import VerticalScroll
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui.app import RgpuApp
-from rgpu_tui.tui.screens.help import HELP, HelpScreen
+from rgpu_tui.tui.screens.help import WHERE, HelpScreen
 from rgpu_tui.tui.widgets.footer import KEY, fitting
 from rgpu_tui.tui.widgets.metrics import TALL_ROWS
 from rgpu_tui.tui.widgets.run_header import top_row
@@ -23,7 +23,7 @@ from rgpu_tui.tui.widgets.run_panes import LOG_MIN, shared_rows
 
 from .helpers import make_app, rendered, wait_for
 
-HELP_LAST = HELP.rstrip().splitlines()[-1]  # "metrics.jsonl or results.csv."
+HELP_LAST = WHERE.split()[-1]  # "results.csv.": the help's last word
 
 
 async def test_help_scrolls_to_its_last_line_at_80x24_and_says_how(runs_root):
