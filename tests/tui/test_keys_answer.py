@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from textual.binding import Binding
 from textual.command import CommandPalette
 
@@ -241,3 +242,24 @@ async def test_the_palette_says_one_short_sentence_per_action_the_same_as_help(r
         for title in ("Resume (r)", "Push (p)", "Stop (s)", "Quit (q, ^q)", "Charts (v)"):
             assert seen[title] in shown, title  # the help says the same, word for word
         assert "last.pt" not in seen["Resume (r)"] and "newest complete" in shown
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_notice_shortens_a_long_path_in_its_middle_never_cuts_it(runs_root, size):
+    """A notice wraps between words; a path wider than the notice lost its middle to `…`
+    and keeps its file name (before: `…/weights/be` on one row, `st.pt` on the next)."""
+    app = make_app(runs_root)
+    deep = "/home/someone/projects/detector/runs/exp_with_a_long_name/weights/best.pt"
+    async with app.run_test(size=size, notifications=True) as pilot:  # real toasts
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        app.notify(f"Pushed {deep} to alice/ckpts: exp/best.pt")
+        await wait_for(pilot, lambda: bool(app.screen.query("Toast")))  # Textual's widget
+        await pilot.pause()
+        [said] = notices(app)
+        toast = app.screen.query_one("Toast")
+        words = said.split()
+        assert max(len(w) for w in words) <= toast.content_size.width  # none folded
+        [shown] = [w for w in words if w.endswith("/best.pt") and w.startswith("/home")]
+        head, tail = shown.split("…")
+        assert deep.startswith(head) and deep.endswith(tail)
+        assert words[0] == "Pushed" and words[-3:] == ["to", "alice/ckpts:", "exp/best.pt"]
