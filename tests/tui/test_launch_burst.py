@@ -57,7 +57,7 @@ def test_a_burst_of_keys_lands_in_the_fields_it_was_typed_for(runs_root, tmp_pat
         # the clone's name is a run: the form offers the next free one (live_exp2)
         wait_until(lambda: field(screen(), "name") == "live_exp2", "the launch form", 30, shown)
         burst = (
-            "d.yaml"  # into data.yaml, the focused field
+            "/x/d.yaml"  # into data.yaml, the focused field (absolute: no cwd in the rows)
             + TAB + END + BSPACE * 4 + "70"  # epochs: 100 -> 70
             + TAB + END + BSPACE * 2 + "200"  # batch: -1 -> 200
             + BACKTAB + END + "5"  # back to epochs: 705
@@ -71,11 +71,11 @@ def test_a_burst_of_keys_lands_in_the_fields_it_was_typed_for(runs_root, tmp_pat
                 field(rows, "epochs") == "705"
                 and field(rows, "batch (-1: largest that fits)") == "200"
                 and field(rows, "name") == "live_abc"
-                and any("/d.yaml epochs=705 batch=200" in r for r in rows)  # the command too
+                and any("data=/x/d.yaml epochs=705 batch=200" in r for r in rows)  # the command
             )
 
         wait_until(landed, "every key of the burst in its field", 30, shown)
-        assert field(screen(), "data.yaml") == "d.yaml"
+        assert field(screen(), "data.yaml") == "/x/d.yaml"
         os.write(app.fd, b"\x1b")
         wait_until(lambda: field(screen(), "epochs") is None, "the form closing", 30, shown)
         assert app.quit() == 0
