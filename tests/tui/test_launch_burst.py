@@ -1,7 +1,8 @@
 """Keys that arrive in one burst (a paste, `tmux send-keys`, a laggy SSH link) land in order
 in the field that had focus when each arrived (issue 29 item 5): the console script in a
 real pseudo-terminal, every key of the burst in one write, with the fast paths on and off.
-Before the fix `Tab End BSpace×4 7 0` put "70" into data.yaml and emptied epochs."""
+Before the fix `Tab End BSpace×4 7 0` put "70" into data.yaml and emptied epochs. The
+chart view's metric filter is such a field too."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from textual import events
 from textual.widgets import Checkbox, Input
 
 from rgpu_tui.tui import compat
+from rgpu_tui.tui.screens.charts import MetricPickScreen
 from rgpu_tui.tui.screens.launch import LaunchScreen
 
 from .helpers import make_app, wait_for
@@ -106,3 +108,24 @@ async def test_a_burst_reaching_the_doctors_checkbox_toggles_it_and_moves_on(run
         await wait_for(pilot, lambda: app.focused is not None and app.focused is not doctor)
         await pilot.pause()
         assert doctor.value is False
+
+
+async def test_a_burst_of_edits_in_one_field_applies_in_order(runs_root):
+    """No focus moves, and still: a backspace (an Input *binding*) went up to the app and
+    came back after the keys typed after it, so "mapx⌫5" gave "mapx". The chart view's
+    metric filter, the keys posted to the app at once as its driver posts a burst."""
+    app = make_app(runs_root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("v")
+        await wait_for(pilot, lambda: app.charts_open)
+        await pilot.press("slash")
+        await wait_for(pilot, lambda: isinstance(app.screen, MetricPickScreen))
+        field = app.screen.query_one("#filter", Input)
+        keys = [(c, c) for c in "mapx"] + [("backspace", None), ("5", "5"), ("0", "0")]
+        keys += [("home", None), ("delete", None), ("end", None), ("backspace", None)]
+        for key, char in keys:
+            app.post_message(events.Key(key, char))
+        await wait_for(pilot, lambda: field.value == "ap5")
+        await pilot.pause()
+        assert field.value == "ap5"
