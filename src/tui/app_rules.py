@@ -29,9 +29,10 @@ def notice_width(screen_width: int) -> int:
 
 def fit_words(text: str, width: int) -> str:
     """`text` with each word wider than `width` (a path) shortened in its middle: the
-    notice wraps between words and never cuts a path in two (`…/weights/be` / `st.pt`)."""
+    notice wraps between words and never cuts a path in two (`…/weights/be` / `st.pt`).
+    A URL stays whole (folded at the edge): it is there to be copied."""
     return "\n".join(
-        " ".join(shorten_middle(word, width) for word in line.split(" "))
+        " ".join(w if "://" in w else shorten_middle(w, width) for w in line.split(" "))
         for line in text.split("\n")
     )
 

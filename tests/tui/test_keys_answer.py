@@ -263,3 +263,7 @@ async def test_a_notice_shortens_a_long_path_in_its_middle_never_cuts_it(runs_ro
         head, tail = shown.split("…")
         assert deep.startswith(head) and deep.endswith(tail)
         assert words[0] == "Pushed" and words[-3:] == ["to", "alice/ckpts:", "exp/best.pt"]
+        url = "http://127.0.0.1:44345/alice/ckpts/commit/5a02d1a517e364064b2c7ecd98b2355326bf2a24"
+        app.notify(f"Pushed best.pt\n{url}")
+        await wait_for(pilot, lambda: len(notices(app)) == 2)
+        assert notices(app)[1].endswith(f"\n{url}")  # a URL stays whole: it is to be copied
