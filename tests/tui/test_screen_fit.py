@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 from support.screen_runs import LIVE, append_log, build_screen_root
@@ -23,6 +24,7 @@ from rgpu_tui.tui.widgets.footer import KEY, fitting
 from rgpu_tui.tui.widgets.metrics import TALL_ROWS
 from rgpu_tui.tui.widgets.run_header import top_row
 from rgpu_tui.tui.widgets.run_panes import LOG_MIN, shared_rows
+from rgpu_tui.tui.widgets.runs_list import run_line
 
 from .helpers import make_app, rendered, wait_for
 
@@ -314,3 +316,6 @@ async def test_a_long_launch_name_keeps_one_row_of_the_runs_list(runs_root, size
         launch = next(r for r in rows if r.startswith("FAIL") and "(launch)" in r)
         assert launch.endswith("9 (launch)") and " a_" in launch and "…" in launch, rows
         assert all(len(r) <= width for r in rows), (width, rows)
+    # a name that fits without the percentage keeps whole (the percentage goes first)
+    whole = run_line(replace(app.snapshot.runs[0], name="deep_metrics_line"), None, True, 22)
+    assert whole.plain == "RUN  deep_metrics_line"

@@ -27,9 +27,13 @@ def run_line(
     r: RunInfo, mark: str | None = None, progress: bool = True, width: int | None = None
 ) -> Text:
     """`mark`: the colour of a run marked to compare (None: not marked); `progress`: the
-    percentage between the state and the name; `width`: the cells the line has, its name
-    shortened in its middle to fit (a launch keeps its " (launch)"), never wrapped onto a
-    second row."""
+    percentage between the state and the name; `width`: the cells the line has: a name
+    that does not fit drops the percentage first, then is shortened in its middle (a
+    launch keeps its " (launch)"); a line never wraps onto a second row."""
+    name = printable(r.name)  # before Text, which drops a BEL or CR unseen
+    lead = (1 if mark is not None else 0) + len(state_badge(r.state))
+    if progress and width is not None and lead + 6 + len(name) > width:
+        progress = False  # the name whole rather than its percentage
     line = Text(no_wrap=True, overflow="ellipsis")
     if mark is not None:
         line.append(MARK, style=f"bold {mark}")
@@ -39,7 +43,6 @@ def run_line(
         line.append(f" {pct:>4} ")
     else:
         line.append(" ")
-    name = printable(r.name)  # before Text, which drops a BEL or CR unseen
     if width is not None and len(line) + len(name) > width:
         tail = LAUNCH_MARK if name.endswith(LAUNCH_MARK) else ""
         room = max(width - len(line) - len(tail), 1)
