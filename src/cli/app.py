@@ -9,6 +9,7 @@ import os
 import sys
 
 from ..core.base.config import add_settings_flags
+from ..core.base.invocation import command
 from ..core.base.text import printable
 from .gpus import add_gpu_source_flags, gpu_source
 from .numbers import OneLineParser, number
@@ -110,7 +111,7 @@ def not_a_path(path: str) -> str | None:
     names = list(COMMANDS)
     near = difflib.get_close_matches(path, names, n=1, cutoff=0.6)
     guess = near[0] if near else OTHER_NAMES.get(path.lower())
-    hint = f"did you mean `rgpu-tui {guess}`? " if guess else ""
+    hint = f"did you mean `{command()} {guess}`? " if guess else ""
     if path.lower() == "doctor":
         hint = "`libreyolo doctor DATA.yaml` checks a dataset (launch runs it); "
     shown = printable(path)
@@ -120,12 +121,15 @@ def not_a_path(path: str) -> str | None:
     )
 
 
-APP_INSTEAD = (
-    "`rgpu-tui snapshot` prints what it shows once, `rgpu-tui watch` prints each event as it comes"
-)
+def app_instead() -> str:
+    """What to run where no terminal is: the commands as this shell finds them."""
+    cmd = command()
+    return (
+        f"`{cmd} snapshot` prints what it shows once, `{cmd} watch` prints each event as it comes"
+    )
 
 
-def no_terminal(prog: str, instead: str = APP_INSTEAD) -> str | None:
+def no_terminal(prog: str, instead: str | None = None) -> str | None:
     """Why a full-screen app cannot start: it reads keys on stdin and draws on stdout and
     stderr (Textual's output), so each must be a terminal. Without one it would wait on
     keys that never come (stdin /dev/null: a busy core); None when all three are."""
@@ -142,6 +146,7 @@ def no_terminal(prog: str, instead: str = APP_INSTEAD) -> str | None:
         return None
     which = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
     verb = "is" if len(missing) == 1 else "are"
+    instead = app_instead() if instead is None else instead
     return f"{prog}: the app needs a terminal, and {which} {verb} not one: {instead}"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 from ..core.base.config import add_settings_flags
+from ..core.base.invocation import command
 from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser, number
 
@@ -58,7 +59,7 @@ def cmd_demo(argv: list[str]) -> int:
         from .app import no_terminal
 
         refused = no_terminal(
-            "rgpu-tui demo", "`rgpu-tui demo --no-app` launches and prints the run's progress"
+            "rgpu-tui demo", f"`{command()} demo --no-app` launches and prints the run's progress"
         )
         if refused:
             print(refused, file=sys.stderr)

@@ -15,6 +15,7 @@ import os
 import sys
 
 from ..core.base.config import add_settings_flags, default_config_path
+from ..core.base.invocation import command
 from ..core.fleet.fleet_summary import STATE_ORDER, gpu_source_label
 from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
 from .numbers import OneLineParser, number
@@ -93,7 +94,7 @@ def cmd_fleet(argv: list[str]) -> int:
     if not specs:
         where = settings.config_path or args.config or default_config_path()
         print(
-            f"rgpu-tui: no hosts: name them (rgpu-tui fleet h1 h2:~/runs) or add [[hosts]] "
+            f"rgpu-tui: no hosts: name them ({command()} fleet h1 h2:~/runs) or add [[hosts]] "
             f"tables to {where}",
             file=sys.stderr,
         )
@@ -115,7 +116,8 @@ def cmd_fleet(argv: list[str]) -> int:
     if not args.json and not args.once and sys.stdout.isatty():
         from .app import no_terminal
 
-        refused = no_terminal("rgpu-tui fleet", "`rgpu-tui fleet --once` prints the table once")
+        once = f"`{command()} fleet --once` prints the table once"
+        refused = no_terminal("rgpu-tui fleet", once)
         if refused:
             print(refused, file=sys.stderr)
             return 2

@@ -245,7 +245,10 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
             snap.selected.pushes if snap.selected else None,
             simulated=snap.gpus is not None and snap.gpus.simulated,
         )
-        self.metrics_pane.show(snap.selected.metrics if snap.selected else None)
+        run = snap.selected_run
+        self.metrics_pane.show(
+            snap.selected.metrics if snap.selected else None, run.state if run else None
+        )
         self.log_pane.show(snap.selected.log if snap.selected else None)
         self.main_box.share()  # the metrics' rows and the log's, for what each has now
         self.show_charts()

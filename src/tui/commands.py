@@ -4,7 +4,8 @@ and on the screen the palette was opened from, with its key.
 Built from the bindings themselves (Screen.active_bindings), not from a list of its own: a
 key added to the app or a screen later is in the palette too, hidden ones (`P`, `r`, `a`)
 included. A widget's own keys (the runs list's arrows) are not actions of the app and are
-left out; so is the palette's own key.
+left out; so is the palette's own key. Each says what it does in the sentence the help
+shows too (tui.keys_text), never an action's docstring.
 """
 
 from __future__ import annotations
@@ -15,14 +16,9 @@ from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.screen import Screen
 
+from .keys_text import action_text
+
 PALETTE_ACTION = "command_palette"
-
-
-def _first_line(text: str | None) -> str:
-    for line in (text or "").strip().splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 class KeysProvider(Provider):
@@ -45,8 +41,7 @@ class KeysProvider(Provider):
             name = next((b.description for b in bindings if b.description), "")
             name = name or action.replace("_", " ").capitalize()
             keys = ", ".join(dict.fromkeys(app.get_key_display(b) for b in bindings))
-            method = getattr(node, f"action_{action.split('(', 1)[0]}", None)
-            yield f"{name} ({keys})", _first_line(getattr(method, "__doc__", None)), node, action
+            yield f"{name} ({keys})", action_text(action), node, action
 
     def _runner(self, node, action: str):
         async def run() -> None:

@@ -21,6 +21,8 @@ import pytest
 from support.cli_env import RGPU_TUI, clean_env
 from support.tmux import Tmux, tmux_executable
 
+from rgpu_tui.core.base.invocation import command_for
+
 EXIT_DEADLINE_S = 30.0  # generous on a loaded box; the refusal itself takes well under 1 s
 
 
@@ -106,7 +108,8 @@ def test_an_unknown_word_is_refused_in_a_terminal(tmp_path) -> None:
     assert "\x1b[?1049h" not in out  # never entered the alternate screen
     assert not (tmp_path / "doctor").exists()
     rc, out, _ = _run_in_pty([str(RGPU_TUI), "lauch"], tmp_path, env)
-    assert rc == 2 and "did you mean `rgpu-tui launch`?" in out, out
+    cmd = command_for(str(RGPU_TUI), env.get("PATH"))  # as this shell finds it
+    assert rc == 2 and f"did you mean `{cmd} launch`?" in out, out
     assert cpu < 10.0  # a Python start and one line; the spinning app used a whole core
 
 
@@ -130,7 +133,8 @@ def test_no_terminal_exits_at_once(tmp_path, stdin_tty, stdout_tty, missing) -> 
     lines = _refusal_lines(out)
     assert len(lines) == 1, lines
     assert "the app needs a terminal" in lines[0] and missing in lines[0]
-    assert "`rgpu-tui snapshot`" in lines[0] and "`rgpu-tui watch`" in lines[0]
+    cmd = command_for(str(RGPU_TUI), env.get("PATH"))  # as this shell finds it
+    assert f"`{cmd} snapshot`" in lines[0] and f"`{cmd} watch`" in lines[0]
     assert "\x1b[?1049h" not in out
     assert cpu < 10.0
 

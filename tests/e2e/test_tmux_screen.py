@@ -23,14 +23,14 @@ from support.tmux import Tmux
 from e2e.test_tmux import _need_tmux, home, log_box, terminals  # noqa: F401 (fixtures)
 from rgpu_tui.core.base.config import Settings, config_file_for
 from rgpu_tui.tui.app import RgpuApp
-from rgpu_tui.tui.screens.help import HELP
+from rgpu_tui.tui.screens.help import WHERE
 from rgpu_tui.tui.widgets.cost import no_price_forms
 
 from .test_tmux import RGPU_TUI
 
 UI_TIMEOUT = 30.0
 LOADED = "Running validation for epoch 6"
-HELP_LAST = HELP.rstrip().splitlines()[-1]
+HELP_LAST = WHERE.split()[-1]  # the help's last word
 FOOTER_WORDS = {b.description for b in RgpuApp._merge_bindings().shown_keys}
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 
 import pytest
 
+from rgpu_tui.core.base.text import shorten_middle
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.widgets.gpus import GpuPane
 from rgpu_tui.tui.widgets.log_pane import LogPane
@@ -14,7 +16,7 @@ from rgpu_tui.tui.widgets.metrics import MetricsPane
 from rgpu_tui.tui.widgets.run_header import RunHeader
 from rgpu_tui.tui.widgets.runs_list import RunsList
 
-from .helpers import make_app, rendered, wait_for
+from .helpers import make_app, rendered, rendered_words, wait_for
 
 SIZES = [(80, 24), (160, 48)]
 
@@ -136,15 +138,22 @@ async def test_live_refresh_picks_up_a_new_epoch(runs_root):
 
 
 async def test_empty_root_says_where_it_looked(tmp_path, runs_root):
+    """The message wraps between words whatever the length of the root's path (pytest's
+    temp path, its counter): no row ends with a space, one space joins the rows back, and a
+    path wider than the pane is shortened in its middle, never cut in two."""
     empty = tmp_path / "empty"
     empty.mkdir()
     app = make_app(runs_root, root=empty)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        text = rendered(app.query_one(RunHeader))
-        assert "\n" in text  # the message wraps (at spaces, or inside the long path)
-        assert str(empty) in text.replace("\n", "")  # folded, or wrapped at the space before
-        assert "libreyolo train" in text.replace("\n", " ")  # wrapped at its space, or not
+        header = app.query_one(RunHeader)
+        rows = rendered(header).split("\n")
+        width = header.size.width
+        assert len(rows) > 1  # the message wraps
+        assert all(len(r) <= width and r == r.strip() for r in rows)
+        joined = " ".join(rows)
+        assert f"No runs under {shorten_middle(str(empty), width)} yet:" in joined
+        assert "when `libreyolo train ... project=" in joined
         assert option_texts(app) == []
 
 
@@ -152,12 +161,12 @@ async def test_missing_root_still_opens(tmp_path, runs_root):
     app = make_app(runs_root, root=tmp_path / "nope")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        assert "does not exist" in rendered(app.query_one(RunHeader))
+        assert "does not exist yet" in rendered_words(app.query_one(RunHeader))
         (tmp_path / "nope").mkdir()
         # the root appearing later is picked up by the next refreshes
         app.interval = 0.05
         app.request_refresh()
-        await wait_for(pilot, lambda: "No runs under" in rendered(app.query_one(RunHeader)))
+        await wait_for(pilot, lambda: "No runs under" in rendered_words(app.query_one(RunHeader)))
 
 
 async def test_unchanged_panes_are_not_repainted(runs_root):
@@ -247,3 +256,19 @@ async def test_the_header_formats_the_update_time_the_snapshot_carries(runs_root
         app.run_header.show(run, snap.generated_at)
         await pilot.pause()
         assert "updated 1m15s ago" in rendered(app.run_header)
+
+
+async def test_a_failed_run_without_metrics_says_none_will_come(runs_root, tmp_path):
+    """A FAILED run never gets metrics: the pane says it ended, not "yet"."""
+    root = tmp_path / "r"
+    shutil.copytree(
+        runs_root.root / "failed_oom",
+        root / "failed_oom",
+        ignore=shutil.ignore_patterns("metrics.jsonl", "results.csv"),
+    )
+    app = make_app(runs_root, root=root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        assert app.snapshot.selected_run.state == "failed"
+        metrics = rendered_words(app.query_one(MetricsPane))
+        assert metrics == "no metrics.jsonl or results.csv: the run ended before an epoch's line"

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from textual.binding import Binding
 from textual.command import CommandPalette
 
@@ -18,8 +19,10 @@ from rgpu_tui.core.records.autostop_files import AutostopFiles, someone_holds
 from rgpu_tui.tui.commands import KeysProvider
 from rgpu_tui.tui.fleet.host_screen import HostScreen
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen
+from rgpu_tui.tui.screens.help import HelpScreen
+from rgpu_tui.tui.screens.launch import LaunchScreen
 
-from .helpers import make_app, notices, wait_for
+from .helpers import make_app, notices, rendered, wait_for
 from .test_fleet import (
     bring_up,
     fleet_app,
@@ -132,7 +135,7 @@ async def test_the_palette_lists_every_bound_action_with_its_key_and_runs_it(run
         assert "Quit (q, ^q)" in titles  # the footer's key first, Textual's own after
         assert "Push… (P)" in titles and "Resume (r)" in titles  # hidden from the footer
         helps = {title: help_text for title, help_text, *_ in provider.commands()}
-        assert helps["New run (n)"].startswith("`n`: the launch form")
+        assert helps["New run (n)"] == "Open the launch form for a new run; ctrl+l launches it."
         # ctrl+p, type, enter: the action runs as its key would
         await pilot.press("ctrl+p")
         await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
@@ -181,3 +184,86 @@ async def test_the_palette_in_a_hosts_view_lists_that_screens_keys(runs_root, ma
             if _available(app.screen, binding):
                 assert _listed(app, binding, titles), (binding, titles)
         assert "Quit (q, ^q)" in titles  # the app's own
+        helps = {t: h for t, h, *_ in KeysProvider(app.screen).commands()}
+        assert _sentence_problems(helps) == []  # the host view's keys say it the same way
+        assert helps["Hosts (esc)"] == "Go back to the hosts table."
+
+
+async def test_ctrl_c_says_which_keys_quit_without_markup(runs_root):
+    app = make_app(runs_root)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        await pilot.press("ctrl+c")
+        await wait_for(pilot, lambda: bool(notices(app)))
+        assert notices(app) == ["Press q or ^q to quit the app."]
+
+
+def _sentence_problems(helps: dict[str, str]) -> list[str]:
+    """Each palette entry's text is one short sentence for the palette: not empty, whole
+    (ends with a full stop), no markup, no backticks, no docs link."""
+    bad = []
+    for title, text in helps.items():
+        whole = bool(text) and text.endswith(".") and text.count(". ") == 0
+        if not whole or len(text) > 80 or any(c in text for c in "`[]") or "/guide/" in text:
+            bad.append(f"{title}: {text!r}")
+    return bad
+
+
+async def test_the_palette_says_one_short_sentence_per_action_the_same_as_help(runs_root):
+    """Quit said "An [action](/guide/actions) to quit the app…" (Textual's docstring), New
+    run stopped mid-sentence, Push showed backticks, and `r` resumed "from its newest
+    complete checkpoint" in the palette but "from its last.pt" in the help."""
+    app = make_app(runs_root)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        seen: dict[str, str] = {}
+
+        def look() -> None:
+            helps = {t: h for t, h, *_ in KeysProvider(app.screen).commands()}
+            seen.update(helps)
+            assert _sentence_problems(helps) == []
+
+        look()  # the main screen
+        await pilot.press("v")
+        await wait_for(pilot, lambda: app.charts_open)
+        look()  # the chart view's keys
+        await pilot.press("v")
+        await wait_for(pilot, lambda: not app.charts_open)
+        await pilot.press("n")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
+        look()  # the launch form's
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, LaunchScreen))
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        look()
+        shown = " ".join(rendered(app.screen.query_one("#body")).split())
+        assert seen["Quit (q, ^q)"] == "Quit rgpu-tui; the runs keep training."
+        for title in ("Resume (r)", "Push (p)", "Stop (s)", "Quit (q, ^q)", "Charts (v)"):
+            assert seen[title] in shown, title  # the help says the same, word for word
+        assert "last.pt" not in seen["Resume (r)"] and "newest complete" in shown
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_notice_shortens_a_long_path_in_its_middle_never_cuts_it(runs_root, size):
+    """A notice wraps between words; a path wider than the notice lost its middle to `…`
+    and keeps its file name (before: `…/weights/be` on one row, `st.pt` on the next)."""
+    app = make_app(runs_root)
+    deep = "/home/someone/projects/detector/runs/exp_with_a_long_name/weights/best.pt"
+    async with app.run_test(size=size, notifications=True) as pilot:  # real toasts
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        app.notify(f"Pushed {deep} to alice/ckpts: exp/best.pt")
+        await wait_for(pilot, lambda: bool(app.screen.query("Toast")))  # Textual's widget
+        await pilot.pause()
+        [said] = notices(app)
+        toast = app.screen.query_one("Toast")
+        words = said.split()
+        assert max(len(w) for w in words) <= toast.content_size.width  # none folded
+        [shown] = [w for w in words if w.endswith("/best.pt") and w.startswith("/home")]
+        head, tail = shown.split("…")
+        assert deep.startswith(head) and deep.endswith(tail)
+        assert words[0] == "Pushed" and words[-3:] == ["to", "alice/ckpts:", "exp/best.pt"]
+        url = "http://127.0.0.1:44345/alice/ckpts/commit/5a02d1a517e364064b2c7ecd98b2355326bf2a24"
+        app.notify(f"Pushed best.pt\n{url}")
+        await wait_for(pilot, lambda: len(notices(app)) == 2)
+        assert notices(app)[1].endswith(f"\n{url}")  # a URL stays whole: it is to be copied

@@ -40,11 +40,18 @@ async def _type(pilot, form, key: str, text: str) -> None:
     assert field.value == text
 
 
+# the form clones the selected run, live_exp: a run already, so it offers live_exp2 and
+# says so where nothing else is wrong
+NAME_NOTE = "name: live_exp exists in the project; live_exp2 is the next free name"
+
+
 async def _open_form(pilot, app) -> LaunchScreen:
     await wait_for(pilot, lambda: app.snapshot is not None)
     await pilot.press("n")
     await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
-    return app.screen
+    form = app.screen
+    await wait_for(pilot, lambda: form.query_one("#f-name", Input).value == "live_exp2")
+    return form
 
 
 async def test_typing_touches_no_file_on_the_ui_thread(runs_root, tmp_path, monkeypatch):
@@ -79,12 +86,12 @@ async def test_typing_touches_no_file_on_the_ui_thread(runs_root, tmp_path, monk
         await _type(pilot, form, "data", str(here))
         await wait_for(pilot, lambda: "is a directory, not a data.yaml" in _status(form))
         await _type(pilot, form, "data", str(data))
-        await wait_for(pilot, lambda: _status(form) == "")
+        await wait_for(pilot, lambda: _status(form) == NAME_NOTE)
         assert f"data={data}" in _command(form)
         await _type(pilot, form, "project", str(a_file))
         await wait_for(pilot, lambda: _status(form) == f"project: {a_file} is not a directory")
         await _type(pilot, form, "project", str(here / "runs"))
-        await wait_for(pilot, lambda: _status(form) == "")
+        await wait_for(pilot, lambda: _status(form) == NAME_NOTE)
         assert f"project={here / 'runs'}" in _command(form)
     assert calls["ui"] == []
     assert ("stat", str(data)) in calls["worker"]  # it was looked at, off the UI thread
@@ -122,7 +129,7 @@ async def test_a_stalled_filesystem_holds_one_check_and_typing_goes_on(
         assert len(stalled) == 1  # no second thread stuck behind the first
         release.set()
         # the answer for "data.ya" is stale: the next check is of what is typed now
-        await wait_for(pilot, lambda: _status(form) == "")
+        await wait_for(pilot, lambda: _status(form) == NAME_NOTE)
         assert stalled[-1] == str(slow / "data.yaml")
 
 
@@ -136,7 +143,7 @@ async def test_ctrl_l_checks_the_files_again(runs_root, tmp_path):
         form = await _open_form(pilot, app)
         form.query_one("#doctor").value = False
         await _type(pilot, form, "data", str(data))
-        await wait_for(pilot, lambda: _status(form) == "")
+        await wait_for(pilot, lambda: _status(form) == NAME_NOTE)
         data.unlink()
         await pilot.press("ctrl+l")
         await wait_for(pilot, lambda: _status(form) == f"data: {data} does not exist")
@@ -153,7 +160,7 @@ async def test_without_libreyolo_the_form_says_where_it_looked(runs_root, tmp_pa
     async with app.run_test(size=(100, 40)) as pilot:
         form = await _open_form(pilot, app)
         await _type(pilot, form, "data", str(data))
-        await wait_for(pilot, lambda: _status(form) == "")
+        await wait_for(pilot, lambda: _status(form) == NAME_NOTE)
         await pilot.press("ctrl+l")  # the doctor is on: the form asks for libreyolo first
         await wait_for(pilot, lambda: _status(form) == launch_spec.libreyolo_missing())
         assert "on PATH" in _status(form)

@@ -46,7 +46,9 @@ async def test_the_form_clones_the_selected_run_and_keeps_what_was_typed(runs_ro
         form = await _open(pilot, app)
         assert _title(form) == "launch a training run: clone of live_exp"
         # no launch record, no train_config.yaml: what status.json says (yolo9-t)
-        assert (_field(form, "model"), _field(form, "name")) == ("yolo9-t", "live_exp")
+        assert _field(form, "model") == "yolo9-t"
+        # its name is a run already: the next free one (libreyolo would write it anyway)
+        await wait_for(pilot, lambda: _field(form, "name") == "live_exp2")
         assert _field(form, "project") == str(runs_root.root)
         form.query_one("#f-epochs", Input).value = "5"
         await pilot.pause()
@@ -123,3 +125,30 @@ async def test_ctrl_l_again_after_doctor_warnings_launches_without_the_doctor(
                 os.killpg(record.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def _status(form) -> str:
+    return str(form.query_one("#status").render())
+
+
+async def test_a_name_taken_by_a_run_is_said_and_the_next_free_one_offered(runs_root, tmp_path):
+    """Cloning live_exp would train into live_exp2 (libreyolo's NAME2, NAME3, ...): the
+    form offers the next free name and says why; a name typed over an existing run says
+    where libreyolo will write instead; exist_ok=True keeps the name."""
+    (runs_root.root / "live_exp2").mkdir()  # taken too: the next free is live_exp3
+    data = tmp_path / "data.yaml"
+    data.write_text("path: .\ntrain: images\nval: images\nnames: [a]\n")
+    app = make_app(runs_root)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None)
+        form = await _open(pilot, app)
+        await wait_for(pilot, lambda: _field(form, "name") == "live_exp3")
+        form.query_one("#f-data", Input).value = str(data)
+        said = "name: live_exp exists in the project; live_exp3 is the next free name"
+        await wait_for(pilot, lambda: _status(form) == said)
+        form.query_one("#f-name", Input).value = "sample_done"
+        said = "name: sample_done exists in the project: libreyolo will write sample_done2"
+        await wait_for(pilot, lambda: _status(form) == said)
+        assert str(form.query_one("#command").render()).endswith(" name=sample_done")  # as typed
+        form.query_one("#f-extra", Input).value = "exist_ok=True"
+        await wait_for(pilot, lambda: _status(form) == "")

@@ -8,7 +8,9 @@ import os
 from e2e.test_hub_push import make_run
 
 from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.base.text import shorten_middle
 from rgpu_tui.tui.app import RgpuApp
+from rgpu_tui.tui.app_rules import notice_width
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen
 
 from .helpers import notices, wait_for
@@ -29,7 +31,9 @@ async def test_an_artifact_outside_the_run_is_skipped_and_the_notice_says_so(tmp
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("enter")
         await wait_for(pilot, lambda: any("Pushed best.pt" in n for n in notices(app)), 60)
-        expected = f"train_config.yaml resolves to {secret}, outside the run directory (skipped)"
+        # the path as a notice shows it: shortened in its middle when wider than the notice
+        shown = shorten_middle(f"{secret},", notice_width(100))  # the word, its comma too
+        expected = f"train_config.yaml resolves to {shown} outside the run directory (skipped)"
         assert expected in notices(app)
     [commit] = hub.commits("alice/ckpts")
     assert "exp1/train_config.yaml" not in commit.files and "exp1/best.pt" in commit.files

@@ -177,7 +177,8 @@ async def test_r_refuses_a_running_run(runs_root) -> None:
         run = app.snapshot.selected_run
         assert run.state == "running"
         await pilot.press("r")
-        await wait_for(pilot, lambda: f"{run.name} is running." in notices(app))
+        said = f"{run.name} is running: r resumes a DEAD or FAILED run (s stops this one)."
+        await wait_for(pilot, lambda: said in notices(app))  # what r is for
         assert not isinstance(app.screen, ConfirmScreen)
 
 

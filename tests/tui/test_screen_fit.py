@@ -7,7 +7,11 @@ the same in a real terminal."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
+from dataclasses import replace
 
 import pytest
 from support.screen_runs import LIVE, append_log, build_screen_root
@@ -15,16 +19,17 @@ from textual.containers import VerticalScroll
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.tui.app import RgpuApp
-from rgpu_tui.tui.screens.help import HELP, HelpScreen
+from rgpu_tui.tui.screens.help import WHERE, HelpScreen
 from rgpu_tui.tui.widgets.footer import KEY, fitting
 from rgpu_tui.tui.widgets.log_pane import compact
 from rgpu_tui.tui.widgets.metrics import TALL_ROWS
 from rgpu_tui.tui.widgets.run_header import top_row
 from rgpu_tui.tui.widgets.run_panes import LOG_MIN, shared_rows
+from rgpu_tui.tui.widgets.runs_list import run_line
 
 from .helpers import make_app, rendered, wait_for
 
-HELP_LAST = HELP.rstrip().splitlines()[-1]  # "metrics.jsonl or results.csv."
+HELP_LAST = WHERE.split()[-1]  # "results.csv.": the help's last word
 
 
 async def test_help_scrolls_to_its_last_line_at_80x24_and_says_how(runs_root):
@@ -259,6 +264,11 @@ def test_cut_words_cuts_between_words():
         assert len(cut) <= width and cut.endswith("…")
         assert words[len(cut) - 1] == " ", (width, cut)  # a word ended there
     assert cut_words(Text("supercalifragilistic"), 8).plain == "superca…"  # one long word
+    hint = "No price set: pass --price-per-hour 3.48 (c: every way to set it)"
+    for width in range(20, len(hint)):  # never a parenthesis opened and left open
+        cut = cut_words(Text(hint), width).plain
+        assert cut.count("(") == cut.count(")"), (width, cut)
+    assert cut_words(Text(hint), 55).plain == "No price set: pass --price-per-hour 3.48…"
 
 
 def _screen_text(app) -> str:
@@ -290,3 +300,39 @@ async def test_readmes_frame_is_what_the_app_draws_at_80x24(runs_root):
         await wait_for(pilot, lambda: app.log_pane.is_vertical_scroll_end)
         await pilot.pause()
         assert _screen_text(app) == frame
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_long_launch_name_keeps_one_row_of_the_runs_list(runs_root, size):
+    """A launch before its run directory ("NAME (launch)") whose name is longer than the
+    list: its name is shortened in its middle and " (launch)" stays on the row; before,
+    "(launch)" wrapped onto a second row."""
+    root = runs_root.root
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    console = root / ".rgpu" / "console" / "l-long.log"
+    console.parent.mkdir(parents=True)
+    console.write_text("Error: data.yaml not found\n")
+    name = "a_rather_long_experiment_name_for_yolo9"
+    record = {
+        "kind": "launch", "id": "l-long", "time": runs_root.now - 60, "pid": proc.pid,
+        "create_time": runs_root.now - 60, "argv": ["libreyolo", "train", f"name={name}"],
+        "command": f"libreyolo train name={name}", "cwd": str(root), "project": str(root),
+        "name": name, "console_log": str(console),
+    }  # fmt: skip
+    (root / ".rgpu" / "launches.jsonl").write_text(json.dumps(record) + "\n")
+    app = make_app(runs_root)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None and len(app.snapshot.runs) == 4)
+        runs = app.runs_list
+        await wait_for(pilot, lambda: runs.option_count == 4)
+        await pilot.pause()
+        assert runs.virtual_size.height == 4  # one row a run
+        width = runs.scrollable_content_region.width
+        rows = [str(runs.get_option_at_index(i).prompt) for i in range(4)]
+        launch = next(r for r in rows if r.startswith("FAIL") and "(launch)" in r)
+        assert launch.endswith("9 (launch)") and " a_" in launch and "…" in launch, rows
+        assert all(len(r) <= width for r in rows), (width, rows)
+    # a name that fits without the percentage keeps whole (the percentage goes first)
+    whole = run_line(replace(app.snapshot.runs[0], name="deep_metrics_line"), None, True, 22)
+    assert whole.plain == "RUN  deep_metrics_line"

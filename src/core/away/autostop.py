@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from ..base.config import Settings
 from ..base.env_expand import UnsetVariable, expand, variables
 from ..base.formatting import fmt_duration, iso
+from ..base.invocation import command
 from ..hub.weights_safety import (
     OUTSIDE,
     PENDING,
@@ -332,7 +333,7 @@ class Autostop:
                 now,
                 "autostop_failed",
                 f"autostop_command not run: {exc} in the watcher's environment; set it and "
-                "restart `rgpu-tui watch` (the machine stays up)",
+                f"restart `{command()} watch` (the machine stays up)",
             )
             self._write_plan("failed", now, message=self._outcome_text)
             return

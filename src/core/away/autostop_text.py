@@ -7,6 +7,7 @@ import getpass
 import os
 import re
 
+from ..base.invocation import command
 from ..hub.weights_safety import (
     HASHING,
     OUTSIDE,
@@ -61,7 +62,7 @@ def push_command(w: RunWeights) -> str:
         extra = f" --file {w.file.removesuffix('.pt')}"
     else:  # any other name: its path
         extra = f" --file {os.path.join(w.run_dir, 'weights', w.file)}"
-    return f"`rgpu-tui push {w.run_dir}{extra}`"
+    return f"`{command()} push {w.run_dir}{extra}`"
 
 
 def _todo(w: RunWeights, short: bool = False) -> str:
@@ -71,7 +72,7 @@ def _todo(w: RunWeights, short: bool = False) -> str:
         return f"make it readable to {_user()}, the user the watcher runs as"
     if w.verdict == TORN:
         return (
-            f"`rgpu-tui resume {w.run_dir}` sets a torn checkpoint aside (or remove it yourself "
+            f"`{command()} resume {w.run_dir}` sets a torn checkpoint aside (or remove it yourself "
             "once its run's newest complete weights are pushed)"
         )
     if short:

@@ -75,3 +75,44 @@ def is_printable(text: str, *, newlines: bool = False) -> bool:
     """True when `printable` would return `text` unchanged."""
     pattern = _UNSAFE if newlines else _UNSAFE_OR_NL
     return "\t" not in text and pattern.search(text) is None
+
+
+def shorten_middle(word: str, width: int) -> str:
+    """`word` in at most `width` characters: its middle in place of "…" when longer. A
+    path keeps its file name (the end, from a "/", up to two thirds of the room) and as
+    much of its start as fits: `/home/u/runs/exp1/weights/best.pt` in 24 gives
+    `/home/u/runs/ex…/best.pt`."""
+    if len(word) <= width:
+        return word
+    if width <= 1:
+        return "…"[:width]
+    room = width - 1
+    tail_room = max(room * 2 // 3, 1)
+    tail = word[len(word) - tail_room :]
+    slash = tail.find("/")
+    if 0 < slash < len(tail) - 1:
+        tail = tail[slash:]
+    return word[: room - len(tail)] + "…" + tail
+
+
+def wrap_words(text: str, width: int, indent: int = 0) -> list[str]:
+    """`text` in rows of at most `width` characters, broken between words: a row never
+    ends with a space (the spaces at a break are dropped, so joining the rows with one
+    space gives the words back), a word longer than its row is shortened in its middle
+    (`shorten_middle`), never cut in two; the rows after a paragraph's first start with
+    `indent` spaces (an item's text under its own start). Newlines start paragraphs."""
+    width = max(width, 1)
+    pad = " " * min(max(indent, 0), width // 2)
+    rows: list[str] = []
+    for para in text.split("\n"):
+        row: str | None = None
+        for word in para.split():
+            if row is None:
+                row = shorten_middle(word, width)
+            elif len(row) + 1 + len(word) <= width:
+                row += " " + word
+            else:
+                rows.append(row)
+                row = pad + shorten_middle(word, width - len(pad))
+        rows.append(row or "")
+    return rows

@@ -16,6 +16,7 @@ installed apart from training).
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base.formatting import fmt_bytes
+from ..base.invocation import command
 from ..records.launch_records import LaunchRecord
 from ..records.launch_runs import launch_alive
 from .demo_runs import DemoRuns, clear_demo_runs, demo_runs
@@ -255,7 +257,10 @@ def after_app_lines(demo: Demo) -> list[str]:
     if not launch_alive(record):
         return out
     state = wait_for_run_dir(record, 0)
-    how = f"rgpu-tui stop {state.run_dir}" if state.run_dir else f"kill -INT {record.pid}"
+    if state.run_dir:
+        how = f"{command()} stop {shlex.quote(state.run_dir)}"
+    else:
+        how = f"kill -INT {record.pid}"
     return [
         f"the demo run goes on in the background (pid {record.pid}); stop it with:",
         f"  {how}",

@@ -139,6 +139,26 @@ def make_spec(
     return spec
 
 
+NAME_TRIES = 10_000  # a project with more NAME2..NAMEn than this: the next name is not said
+
+
+def free_name(project: str, name: str, extra: Sequence[str] = ()) -> str | None:
+    """The directory libreyolo trains `name` into under `project` (1.6.0,
+    training/trainer.py `_get_save_dir`): `name` when `project/name` does not exist or
+    `exist_ok=True` is among the extra arguments, else the first free NAME2, NAME3, ...;
+    None past NAME_TRIES (a hostile project). Stats files: a worker's question."""
+    for item in extra:
+        if arg_key(item) == "exist_ok" and item.split("=", 1)[1].strip().lower() == "true":
+            return name
+    if not os.path.exists(os.path.join(project, name)):
+        return name
+    for i in range(2, NAME_TRIES + 2):
+        candidate = f"{name}{i}"
+        if not os.path.exists(os.path.join(project, candidate)):
+            return candidate
+    return None
+
+
 def _int_field(key: str, value, default: int, minimum: int) -> int:
     if value is None or (isinstance(value, str) and not value.strip()):
         return default

@@ -47,6 +47,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ..base.invocation import command
 from ..base.safeio import read_regular
 from ..base.values import EPOCHS, checked, parse_json, parse_time
 from ..records.launch_records import LaunchRecord, read_launches
@@ -233,7 +234,7 @@ def _alive_reason(run_dir: str, status: dict, records: list[LaunchRecord]) -> st
             f"status.json says running and process {pid} is alive ({found}): "
             "not resumed while it may be the run"
         )
-    return f"still running (pid {pid}): stop it first (s, or rgpu-tui stop RUN_DIR)"
+    return f"still running (pid {pid}): stop it first (s, or {command()} stop RUN_DIR)"
 
 
 def _resume_starting(run_dir: str, records: list[LaunchRecord]) -> LaunchRecord | None:

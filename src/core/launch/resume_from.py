@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 
 from ..base.formatting import fmt_bytes
+from ..base.invocation import command
 from ..run.checkpoints import file_epoch
 from ..run.runpath import outside_run
 from ..run.torch_checkpoint import check_checkpoint
@@ -129,7 +130,7 @@ def pick(
         if not candidates:
             raise ResumeFromError(
                 f"{name}: no checkpoint in weights/ (last.pt, epoch_N.pt, best.pt): nothing to "
-                "resume from (libreyolo writes last.pt after each epoch; `rgpu-tui pull` "
+                f"resume from (libreyolo writes last.pt after each epoch; `{command()} pull` "
                 "brings a pushed one back)"
             )
         if not candidates[0].valid:

@@ -55,7 +55,7 @@ def stop_summary(name: str, ok: bool, signals_sent, final_state: str | None, err
 def resume_refusal(state: str) -> str | None:
     """Why a run in `state` is not resumed (`r`); None for a DEAD, FAILED or STOPPED run."""
     why = {
-        "running": "is running",
+        "running": "is running: r resumes a DEAD or FAILED run (s stops this one)",
         "stalled": "is still alive (stalled): stop it first (s)",
         "starting": "is still starting",
         "completed": "completed: nothing to resume",

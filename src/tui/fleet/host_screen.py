@@ -259,7 +259,7 @@ class HostScreen(RemoteRunActions, PushActions, ChartActions, Screen):
         simulated = snap.gpus is not None and snap.gpus.simulated
         pushes = sel.pushes if sel else None
         self.run_header.show(run, snap.generated_at, message, pushes, simulated=simulated)
-        self.metrics_pane.show(sel.metrics if sel else None)
+        self.metrics_pane.show(sel.metrics if sel else None, run.state if run else None)
         self.log_pane.show(sel.log if sel else None)
         self.main_box.share()
         self._log_later()

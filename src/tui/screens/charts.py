@@ -12,6 +12,7 @@ from textual.widgets.option_list import Option
 
 from ...core.base.text import printable
 from ...core.picture.compare import compare_lines, compare_rows
+from ..widgets.form_keys import FormInput
 from .dialogs import DIALOG_CSS, ReportScreen
 
 MAX_SHOWN = 300  # options listed at once (a run may have thousands of columns)
@@ -38,7 +39,7 @@ class MetricPickScreen(ModalScreen[str | None]):
         with VerticalScroll() as box:
             box.border_title = "pick a metric"
             box.border_subtitle = "type to filter   ↑/↓ enter: pick   esc: cancel"
-            yield Input(placeholder="filter", id="filter")
+            yield FormInput(placeholder="filter", id="filter")  # a burst edits it in order
             yield OptionList(id="metrics")
         self.call_after_refresh(self._fill, "")
 

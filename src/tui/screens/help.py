@@ -3,61 +3,67 @@ scrolls (↑/↓, pgup/pgdn, home/end), and its box says so (screens.dialogs.Dia
 
 from __future__ import annotations
 
+from rich.console import Group
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 from textual.binding import Binding
 
+from ..keys_text import help_rows
 from .dialogs import ReportScreen
 
-HELP = """\
-[b]rgpu-tui[/b] — supervise LibreYOLO training runs
+TITLE = "[b]rgpu-tui[/b] — supervise LibreYOLO training runs"
 
-[b]Keys[/b]
-  ↑/↓  j/k   move in the runs list
-  enter      show the highlighted run
-  m          next page of metrics (in the charts: the next panels)
-  v          charts: every metric on axes, runs overlaid; v: back
-  space      mark the highlighted run to compare (◉ its colour; up to 6)
-  t          compare the marked runs: best, time, cost, what differs
-  e          charts: smoothing off / 0.6 / 0.9 (raw line faint behind)
-  y          charts: y-axis linear / no outliers / log
-  x          charts: x-axis epoch / time spent / dollars spent
-  ←/→        charts: the epoch cursor; each panel reads that epoch
-  /          charts: pick any metric (type to filter)
-  c          cost: spent, per epoch, stop vs destroy, balance
-  p / P      push best.pt / pick a file to push to the Hugging Face Hub
-  n          launch a new run (form; ctrl+l launches)
-  s          stop the selected run (SIGINT, then SIGTERM, SIGKILL)
-  r          resume a DEAD or FAILED run from its last.pt
-  g          GPU check: torch, CUDA and one matmul per GPU
-  a          autostop: cancel it for this session / turn it back on
-  tab        move focus between the runs list and the log
-  ↑ pgup     in the log: scroll back; the log pauses, its title counts
-             the lines that came since
-  end        in the log: follow the newest line again
-  ?          this help (esc closes)
-  ctrl+p     every key's action, searchable (the command palette)
-  q          quit (runs keep training)
+CHART_MARKS = (
+    ("✦ / ✧", "Best epoch: its best.pt on the Hub / not pushed."),
+    ("↻  ✗  ╵", "Resume (an attempt began again), diverged loss, epoch_N.pt."),
+)
 
-[b]Chart marks[/b]
-  ✦ / ✧      best epoch: its best.pt on the Hub / not pushed
-  ↻  ✗  ╵    resume (an attempt began again), diverged loss, epoch_N.pt
+STATES = (
+    ("RUN", "status.json says running and its process is alive."),
+    ("DONE", "Completed."),
+    ("FAIL", "Failed: the error is shown in the header."),
+    (
+        "DEAD",
+        "status.json says running but the process is gone (killed, OOM, machine "
+        "preempted): push its weights, r resumes it.",
+    ),
+    ("STAL", "Process alive, no status update for max(3 epochs, 10 min)."),
+    ("?", "No readable status.json yet."),
+)
 
-[b]States[/b]
-  RUN   status.json says running and its process is alive
-  DONE  completed
-  FAIL  failed: the error is shown in the header
-  DEAD  status.json says running but the process is gone
-        (killed, OOM, machine preempted) — push weights, r resumes
-  STAL  process alive, no status update for max(3 epochs, 10 min)
-  ?     no readable status.json yet
+WHERE = (
+    "Runs are found under the root given on the command line (default ./runs): any "
+    "directory holding status.json, metrics.jsonl or results.csv."
+)
 
-Runs are found under the root given on the command line
-(default ./runs): any directory holding status.json,
-metrics.jsonl or results.csv.
-"""
+
+def _section(title: str, rows) -> list:
+    """A bold title and its rows: the key in its column, the sentence wrapped between
+    words under its own start (never back to column 0)."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, min_width=9)
+    grid.add_column(overflow="fold")
+    for keys, text in rows:
+        grid.add_row(keys, text)
+    return [Text(""), Text(title, style="bold"), Padding(grid, (0, 0, 0, 2))]
+
+
+def help_body() -> Group:
+    """The help: the keys (the sentences the command palette shows, tui.keys_text), the
+    chart marks, the states, where runs are found."""
+    return Group(
+        Text.from_markup(TITLE),
+        *_section("Keys", help_rows()),
+        *_section("Chart marks", CHART_MARKS),
+        *_section("States", STATES),
+        Text(""),
+        Text(WHERE),
+    )
 
 
 class HelpScreen(ReportScreen):
     BINDINGS = [Binding("question_mark", "dismiss", "Close")]
 
     def __init__(self) -> None:
-        super().__init__("help", HELP, markup=True)
+        super().__init__("help", help_body(), markup=True)

@@ -28,11 +28,14 @@ from ...core.launch.launch_spec import (
     LaunchSpec,
     build_argv,
     display_command,
+    free_name,
     hf_status,
     libreyolo_missing,
     make_spec,
+    split_extra,
 )
 from ...core.records.launch_records import LaunchRecord
+from ..widgets.form_keys import FOCUS_KEYS, FormCheckbox, FormInput
 
 FIELDS = (
     ("model", "model"),
@@ -51,6 +54,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+l", "launch", "Launch"),
+        *FOCUS_KEYS,  # a burst of keys lands in the field each was typed for (form_keys)
     ]
     DEFAULT_CSS = """
     LaunchScreen { align: center middle; }
@@ -65,7 +69,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
     LaunchScreen Horizontal:focus-within { background: $accent 15%; }
     LaunchScreen Horizontal:focus-within Label { color: $accent; text-style: bold; }
     LaunchScreen Checkbox { height: 1; border: none; padding: 0; }
-    LaunchScreen Checkbox:focus { background: $accent 40%; }
+    LaunchScreen Checkbox:focus { background: $accent 40%; border: none; }
     LaunchScreen #status { color: $warning; }
     """
 
@@ -91,6 +95,7 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
         self._confirm_warnings = False
         self._checking = False  # a filesystem check in flight (_check)
         self._status_of_check = False  # #status waits for the check of what is typed
+        self._renamed: tuple[str, str] | None = None  # (prefilled name, the free one offered)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as box:
@@ -100,8 +105,8 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
             for key, label in FIELDS:
                 with Horizontal():
                     yield Label(label)
-                    yield Input(value=self._defaults.get(key, ""), id=f"f-{key}")
-            yield Checkbox("check the dataset first (libreyolo doctor)", True, id="doctor")
+                    yield FormInput(value=self._defaults.get(key, ""), id=f"f-{key}")
+            yield FormCheckbox("check the dataset first (libreyolo doctor)", True, id="doctor")
             # what went wrong comes first: on a 24-row terminal the form's end can be cut
             yield Static("", id="status")
             yield Static("", id="command")
@@ -174,20 +179,35 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
             problem = None
         except LaunchError as exc:
             problem = str(exc)
+        taken = _name_taken(values)
         if get_current_worker().is_cancelled:  # the form closed
             return
-        self.app.call_from_thread(self._checked, values, problem)
+        self.app.call_from_thread(self._checked, values, problem, taken)
 
-    def _checked(self, values: dict[str, str], problem: str | None) -> None:
+    def _checked(
+        self, values: dict[str, str], problem: str | None, taken: tuple[str, str | None] | None
+    ) -> None:
         self._checking = False
         if not self.is_attached:
             return
         if values != self._values():  # typed over while it looked: look again
             self._check_files()
             return
+        name = values["name"].strip()
+        if taken and taken[1] and self._renamed is None and name == self._defaults.get("name"):
+            # the name it started from is a run already: offer libreyolo's next free one
+            self._renamed = (name, taken[1])
+            self.query_one("#f-name", Input).value = taken[1]  # its check comes next
+            return
+        note = ""
+        if taken:
+            free = taken[1] or f"the next free {name}N"
+            note = f"name: {name} exists in the project: libreyolo will write {free}"
+        elif self._renamed is not None and name == self._renamed[1]:
+            note = f"name: {self._renamed[0]} exists in the project; {name} is the next free name"
         if self._status_of_check:  # not since taken over by a launch
             self._status_of_check = False
-            self._say(problem or "", "yellow")
+            self._say(problem or note, "yellow")
 
     def _say(self, message: str, style: str = "") -> None:
         """Errors name paths and quote `libreyolo doctor` (the dataset's files): printable."""
@@ -263,6 +283,21 @@ class LaunchScreen(ModalScreen[LaunchRecord | None]):
         self._busy = False
         self._confirm_warnings = True
         self._say(f"dataset warnings: {warnings} — ctrl+l again to launch anyway", "bold yellow")
+
+
+def _name_taken(values: dict[str, str]) -> tuple[str, str | None] | None:
+    """(name, the name libreyolo would write instead) when `project/name` is a directory
+    already (core.launch.launch_spec.free_name; None past its tries), else None."""
+    name = values.get("name", "").strip()
+    project = values.get("project", "").strip()
+    if not name or not project or "/" in name or name in (".", ".."):
+        return None
+    try:
+        extra = split_extra(values.get("extra", ""))
+    except LaunchError:
+        extra = ()
+    free = free_name(os.path.abspath(os.path.expanduser(project)), name, extra)
+    return None if free == name else (name, free)
 
 
 def launch_defaults(settings, root: str, gpu_count: int | None) -> dict[str, str]:

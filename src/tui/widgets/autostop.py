@@ -24,6 +24,7 @@ from textual.widget import Widget
 from ...core.away.autostop import enabled
 from ...core.base.config import Settings
 from ...core.base.formatting import fmt_duration
+from ...core.base.invocation import command
 from ...core.base.text import printable
 from ...core.model.snapshot import AutostopPlan, CostView
 from ...core.records.autostop_files import AutostopFiles, Hold
@@ -92,7 +93,7 @@ class AutostopLine(Widget):
         if self.plan is None and off is not None:
             why = off.removeprefix("autostop off").strip(" :()")
             return (
-                f"No autostop to cancel: {why}, and no `rgpu-tui watch` plans one for this "
+                f"No autostop to cancel: {why}, and no `{command()} watch` plans one for this "
                 "root (docs/away.md sets it up)."
             )
         problem = self.take_hold()
@@ -122,7 +123,7 @@ class AutostopLine(Widget):
             idle = c is not None and c.idle_now_seconds is not None
             if self.settings.autostop_command and idle:
                 return (
-                    "autostop_command is set, but no `rgpu-tui watch` runs on this root: "
+                    f"autostop_command is set, but no `{command()} watch` runs on this root: "
                     "nothing will stop the machine (the app never runs it)"
                 )
             return ""

@@ -35,7 +35,8 @@ def _visible(plain: str, width: int) -> str:
 
 def cut_words(row: Text, width: int, sep: str = " ") -> Text:
     """The row cut to `width` cells between two words, "…" in place of the rest: a hint is
-    never cut mid-word. `sep`: where to cut first (the cost strip's "  " between its
+    never cut mid-word, nor inside a parenthesis it opened (the cut goes before the "(",
+    when that keeps half the row). `sep`: where to cut first (the cost strip's "  " between its
     parts), when such a place keeps at least half the row; else at a space. A row with
     wide characters, or one word wider than `width`, is cut at the edge."""
     plain = row.plain
@@ -51,10 +52,24 @@ def cut_words(row: Text, width: int, sep: str = " ") -> Text:
         cut = plain.rfind(" ", 0, limit + 1)
     if cut <= 0:
         cut = limit
+    opened = _unclosed(plain[:cut])
+    if opened is not None and opened >= limit // 2:  # never "… (c: every…": before the "("
+        cut = opened
     out = row[:cut]
     out.rstrip()
     out.append("…")
     return out
+
+
+def _unclosed(text: str) -> int | None:
+    """Where the last "(" of `text` that is not closed in it starts, or None."""
+    opened: list[int] = []
+    for i, ch in enumerate(text):
+        if ch == "(":
+            opened.append(i)
+        elif ch == ")" and opened:
+            opened.pop()
+    return opened[-1] if opened else None
 
 
 def _cell_styles(spans: tuple, n: int) -> list:

@@ -101,6 +101,9 @@ def short_name(name: str) -> str:
     return printable(name.removeprefix("metrics/"))
 
 
+ENDED = ("completed", "failed", "stopped")  # states whose run writes no more metrics
+
+
 class MetricsPane(LinePane):
     """ROWS sparklines (train/loss, the optimised metric, lr first); `m` pages."""
 
@@ -111,14 +114,18 @@ class MetricsPane(LinePane):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._view: MetricsView | None = None
+        self._ended = False  # the run ended: no metric will come
         self.page = 0
         self._pages: list[list[str]] = []
         self.rows = ROWS  # the metrics a page holds (the pane's rows)
 
-    def show(self, view: MetricsView | None) -> None:
-        if view is self._view or view == self._view:
+    def show(self, view: MetricsView | None, state: str | None = None) -> None:
+        """`state`: the run's (RunInfo.state); one that ended gets no more metrics, and a
+        pane without any says so without "yet"."""
+        ended = state in ENDED
+        if (view is self._view or view == self._view) and ended == self._ended:
             return
-        self._view = view
+        self._view, self._ended = view, ended
         self.repaint_rows()  # fixed height: no layout pass
 
     def next_page(self) -> None:
@@ -159,6 +166,9 @@ class MetricsPane(LinePane):
             self.border_title = title
         if not names:
             msg = view.problem or "no numeric metrics yet"
+            if self._ended:  # none will come: not "yet"
+                msg = msg.removesuffix(" yet")
+                return [Text(f"{msg}: the run ended before an epoch's line", style="italic")]
             return [Text(f"{msg} (metrics.jsonl gets a line after each epoch)", style="italic")]
         label_w = min(max(len(short_name(n)) for n in names), 14)
         cols = [view.column(name) for name in names]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from ...core.base.formatting import fmt_duration, fmt_eta, fmt_gpu_indices
-from ...core.base.text import printable
+from ...core.base.text import printable, wrap_words
 from ...core.model.snapshot import PushInfo, RunInfo
 from ...core.picture.snapshot_text import best_text, epoch_text
 from .lines import LinePane
@@ -115,9 +115,9 @@ class RunHeader(LinePane):
 
     def _wrapped(self, text: str, style: str, width: int) -> list[Text]:
         """The rows that may wrap: an error must be read whole (made printable first, so
-        that it wraps where it is shown; its own newlines start rows)."""
-        row = Text(printable(text, newlines=True), style=style)
-        return list(row.wrap(self.app.console, max(width, 1), overflow="fold"))
+        that it wraps where it is shown; its own newlines start rows), broken between
+        words, a word wider than the pane (a path) shortened in its middle."""
+        return [Text(row, style=style) for row in wrap_words(printable(text, newlines=True), width)]
 
     def build_rows(self, width: int) -> list[Text]:
         r = self._run

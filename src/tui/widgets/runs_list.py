@@ -10,7 +10,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from ...core.base.text import printable
+from ...core.base.text import printable, shorten_middle
 from ...core.model.snapshot import RunInfo
 from ...core.run.discovery import deep_dirs_text
 from ..inert import inert
@@ -20,9 +20,20 @@ MARK = "◉"
 PROGRESS_FROM = 26  # a list this wide inside (or wider) shows each run's progress
 
 
-def run_line(r: RunInfo, mark: str | None = None, progress: bool = True) -> Text:
+LAUNCH_MARK = " (launch)"  # a launch before its run directory (core.picture.launch_rows)
+
+
+def run_line(
+    r: RunInfo, mark: str | None = None, progress: bool = True, width: int | None = None
+) -> Text:
     """`mark`: the colour of a run marked to compare (None: not marked); `progress`: the
-    percentage between the state and the name."""
+    percentage between the state and the name; `width`: the cells the line has: a name
+    that does not fit drops the percentage first, then is shortened in its middle (a
+    launch keeps its " (launch)"); a line never wraps onto a second row."""
+    name = printable(r.name)  # before Text, which drops a BEL or CR unseen
+    lead = (1 if mark is not None else 0) + len(state_badge(r.state))
+    if progress and width is not None and lead + 6 + len(name) > width:
+        progress = False  # the name whole rather than its percentage
     line = Text(no_wrap=True, overflow="ellipsis")
     if mark is not None:
         line.append(MARK, style=f"bold {mark}")
@@ -32,7 +43,11 @@ def run_line(r: RunInfo, mark: str | None = None, progress: bool = True) -> Text
         line.append(f" {pct:>4} ")
     else:
         line.append(" ")
-    line.append(printable(r.name))  # before Text, which drops a BEL or CR unseen
+    if width is not None and len(line) + len(name) > width:
+        tail = LAUNCH_MARK if name.endswith(LAUNCH_MARK) else ""
+        room = max(width - len(line) - len(tail), 1)
+        name = shorten_middle(name[: len(name) - len(tail)], room) + tail
+    line.append(name)
     return line
 
 
@@ -77,7 +92,10 @@ class RunsList(OptionList):
         marks = marks or {}
         self._last = (runs, selected, deep_skipped, marks)
         progress = self.progress
-        lines = tuple((r.run_dir, inert(run_line(r, marks.get(r.run_dir), progress))) for r in runs)
+        width = self.scrollable_content_region.width or None  # None before the first layout
+        lines = tuple(
+            (r.run_dir, inert(run_line(r, marks.get(r.run_dir), progress, width))) for r in runs
+        )
         footer = deep_dirs_text(deep_skipped) if deep_skipped else None
         if (
             footer == self._footer
@@ -106,8 +124,7 @@ class RunsList(OptionList):
             self.highlighted = 0
 
     def on_resize(self) -> None:
-        progress = self.scrollable_content_region.width >= PROGRESS_FROM
-        if progress != self.progress:
-            self.progress = progress
-            if self._last is not None:
-                self.show_runs(*self._last)
+        """A new width: the lines are fitted again (and show the progress or not)."""
+        self.progress = self.scrollable_content_region.width >= PROGRESS_FROM
+        if self._last is not None:
+            self.show_runs(*self._last)

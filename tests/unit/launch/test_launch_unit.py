@@ -967,3 +967,20 @@ def test_dataset_pngs_show_what_their_labels_say(tmp_path: Path) -> None:
             if not any(x0 <= x <= x1 and y0 <= y <= y1 for _c, x0, y0, x1, y1 in boxes)
         }
         assert len(outside) == 1 and not outside & set(colours)  # one flat background
+
+
+def test_free_name_is_libreyolos_next_directory(tmp_path, monkeypatch):
+    """libreyolo 1.6.0 trains into NAME, else the first free NAME2, NAME3, ... (its
+    trainer's _get_save_dir); exist_ok=True keeps NAME; a flood of them is not walked."""
+    from rgpu_tui.core.launch import launch_spec
+
+    assert launch_spec.free_name(str(tmp_path), "exp") == "exp"
+    (tmp_path / "exp").mkdir()
+    assert launch_spec.free_name(str(tmp_path), "exp") == "exp2"
+    (tmp_path / "exp2").mkdir()
+    (tmp_path / "exp4").mkdir()
+    assert launch_spec.free_name(str(tmp_path), "exp") == "exp3"
+    assert launch_spec.free_name(str(tmp_path), "exp", ["exist_ok=True"]) == "exp"
+    assert launch_spec.free_name(str(tmp_path), "exp", ["exist_ok=False"]) == "exp3"
+    monkeypatch.setattr(launch_spec, "NAME_TRIES", 1)
+    assert launch_spec.free_name(str(tmp_path), "exp") is None  # exp2 taken, 1 try
