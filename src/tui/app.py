@@ -20,6 +20,7 @@ from textual.binding import Binding
 from textual.widgets import OptionList
 
 from ..core.away.events import EventEngine
+from ..core.away.price_feed import price_feed
 from ..core.base.config import Settings, config_file_for
 from ..core.hub.auto_push import AutoPusher
 from ..core.hub.push_queue import PushQueue
@@ -109,6 +110,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
             interval=interval,
             log_keep=500,
             settings=settings,
+            price=price_feed(self.settings, clock=clock),  # price_command, on its own thread
         )
         # the watcher's events as notices: what changes while the app runs (what it finds at
         # start is on the screen); in memory only, and no notify_command: that is `watch`'s

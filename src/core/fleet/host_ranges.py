@@ -95,7 +95,7 @@ RANGES: dict[type, dict[str, Range]] = {
         "projected_total": COST, "stopped_per_hour": COST, "idle_seconds": DURATIONS,
         "idle_spent": COST, "idle_now_seconds": DURATIONS, "idle_now_spent": COST,
         "idle_minutes": MINUTES, "disk_gb": DISK_GB, "balance_left": MONEY,
-        "balance_runs_out_at": TIMES,
+        "balance_runs_out_at": TIMES, "price_read_at": TIMES, "price_age_seconds": DURATIONS,
     },
     AutostopPlan: {"fires_at": TIMES},
 }  # fmt: skip

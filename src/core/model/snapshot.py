@@ -292,6 +292,12 @@ class CostView:
     balance_left: float | None = None
     balance_runs_out_at: float | None = None  # epoch seconds
     warnings: tuple[str, ...] = ()
+    # where the price came from: "price_command (vastai)", or where the typed one was set
+    # ("RGPU_PRICE_PER_HOUR", "--price-per-hour", "<config file> line 3")
+    price_source: str | None = None
+    price_read_at: float | None = None  # when price_command gave it (epoch s); None if typed
+    price_age_seconds: float | None = None
+    price_problem: str | None = None  # price_command's last try failed: why, what is shown
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from ..model.snapshot import GpuView, RunInfo, Snapshot
 from ..records.autostop_files import AutostopFiles, PlanReader
 from .charts import ChartBuilder, ChartRequest
 from .cost import CostTracker, cost_once
+from .price import PriceSource
 from .watch import RunsWatcher
 
 
@@ -51,15 +52,18 @@ class Collector:
         log_keep: int = 1000,
         settings: Settings | None = None,
         one_shot: bool = False,
+        price: PriceSource | None = None,
     ) -> None:
         """`one_shot`: a single look (`rgpu-tui snapshot`), which cannot see idle time, so
-        the idle figures are unknown rather than zero."""
+        the idle figures are unknown rather than zero. `price`: price_command's feed
+        (core.away.price_feed), read from memory each refresh and closed with the Collector."""
         self.settings = settings or Settings()
         self.runs = RunsWatcher(root, log_keep=log_keep, settings=self.settings)
         self.system = SystemMonitor(root)
         self.gpus = GpuMonitor(fake_gpus, interval=interval, fake_lose=fake_lose, replay=gpu_replay)
         self.one_shot = one_shot
         self.cost = CostTracker(self.settings)
+        self.price = price
         # what the root's `rgpu-tui watch` plans for autostop (read, never acted on here)
         self.autostop = PlanReader(AutostopFiles.for_root(self.runs.root))
         self.charts = ChartBuilder(self.settings)
@@ -73,10 +77,11 @@ class Collector:
         system = self.system.sample(now, snap.runs)
         gpus = self.gpus.sample(now, snap.runs, system.cpu_percent)
         snap = replace(snap, runs=with_gpu_indices(snap.runs, gpus))
+        price = self.price.reading() if self.price is not None else None
         if self.one_shot:
-            cost = cost_once(self.settings, now, snap.runs, snap.selected_run, gpus, system)
+            cost = cost_once(self.settings, now, snap.runs, snap.selected_run, gpus, system, price)
         else:
-            cost = self.cost.sample(now, snap.runs, snap.selected_run, gpus, system)
+            cost = self.cost.sample(now, snap.runs, snap.selected_run, gpus, system, price)
         if gpus.idle and cost.idle_now_seconds is not None:
             gpus = replace(gpus, idle_seconds=cost.idle_now_seconds)
         autostop = self.autostop.read()
@@ -85,3 +90,5 @@ class Collector:
 
     def close(self) -> None:
         self.gpus.close()
+        if self.price is not None:
+            self.price.close()

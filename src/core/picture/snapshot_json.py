@@ -112,7 +112,7 @@ def system_to_json(s: SystemView) -> dict:
 
 def cost_to_json(c: CostView) -> dict:
     out = asdict(c)
-    for key in ("billing_started_at", "balance_runs_out_at"):
+    for key in ("billing_started_at", "balance_runs_out_at", "price_read_at"):
         if out[key] is not None:
             out[key] = iso(out[key])
     return _clean(out)
