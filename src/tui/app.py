@@ -231,7 +231,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
         if runs.border_title != title:  # setting it repaints the whole list
             runs.border_title = title
         runs.show_runs(snap.runs, sel_dir, snap.deep_dirs_skipped, self.colours(self.marks))
-        self.gpu_pane.show(snap.gpus, snap.system, snap.runs)
+        self.gpu_pane.show(snap.gpus, snap.system, snap.runs, snap.setup, snap.generated_at)
         self.cost_strip.show(snap.cost)
         if self.idle_banner.show(snap.cost, snap.gpus):
             self.bell()  # once, when the idle banner appears

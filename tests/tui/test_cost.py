@@ -163,7 +163,7 @@ async def test_the_price_from_price_command_drives_the_strip_and_c(runs_root, tm
     cmd.write_text(f"#!{sys.executable}\nprint('1.90 25.00')\n")
     cmd.chmod(0o755)
     settings = Settings(price_per_hour=9.99, price_command=(str(cmd),))
-    app = make_app(runs_root, gpus=1, settings=settings)
+    app = make_app(runs_root, interval=0.2, gpus=1, settings=settings)  # refreshes until it answers
     async with app.run_test(size=(120, 24)) as pilot:
         strip = app.query_one(CostStrip)
         await wait_for(pilot, lambda: rendered(strip).startswith("$1.90/h (price_command"))

@@ -5,6 +5,9 @@ run's GPUs."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -16,6 +19,7 @@ from rgpu_tui.tui.widgets.run_header import RunHeader
 
 from .helpers import rendered, wait_for
 
+SLEEP = "time.sleep(600)\n"
 HOST_PID = 4_000_001  # no process here has it (a host pid of a container's process)
 
 
@@ -65,3 +69,36 @@ async def test_replay_in_a_container(runs_root, tmp_path, size) -> None:
     live = app.snapshot.run(str(runs_root.root / "live_exp"))
     assert live.gpu_indices == (0, 2)
     assert app.snapshot.gpus.pid_namespace == "host"
+
+
+async def test_a_training_setting_up_is_shown_and_the_machine_is_not_idle(runs_root, tmp_path):
+    """Issue 32, item 3: `libreyolo train` started by hand (a real process: a tiny script
+    named libreyolo on a temporary PATH) before its status.json: the pane says SETTING UP
+    with its command, and not IDLE."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "libreyolo"
+    exe.write_text(f"#!{sys.executable}\nimport time\nprint('ready', flush=True)\n" + SLEEP)
+    exe.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}
+    empty = tmp_path / "no_runs"
+    empty.mkdir()
+    train = subprocess.Popen(
+        ["libreyolo", "train", "data=coco8.yaml"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert train.stdout.readline().strip() == "ready"
+        app = RgpuApp(root=str(empty), interval=3600.0, clock=runs_root.clock, fake_gpus=1)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_for(pilot, lambda: app.snapshot is not None)
+            text = rendered(app.query_one(GpuPane))
+            assert "IDLE" not in text
+            assert "\nSETTING UP " in text  # its age by the app's (frozen) clock
+            assert (
+                f"m (libreyolo training, no status.json yet: not idle) pid {train.pid} "
+                "libreyolo train data=coco8.yaml\n"
+            ) in text + "\n"
+    finally:
+        train.kill()
+        train.wait(10)
+        train.stdout.close()

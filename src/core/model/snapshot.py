@@ -243,6 +243,17 @@ class GpuView:
 
 
 @dataclass(frozen=True)
+class SetupProcess:
+    """A training that has not written its status.json yet (core.machine.setup_procs): the
+    machine is busy while it lives ("setting up")."""
+
+    pid: int
+    command: str  # its command line, printable and cut
+    started_at: float | None  # epoch seconds
+    why: str  # "libreyolo training", "libreyolo DDP coordinator", "holds /dev/nvidia-uvm"
+
+
+@dataclass(frozen=True)
 class DiskInfo:
     path: str
     total_bytes: int
@@ -327,6 +338,8 @@ class Snapshot:
     autostop: AutostopPlan | None = None  # None: no live watcher plans autostop here
     # the runs the chart view asked for (core.picture.charts.ChartRequest); () when none
     charts: tuple[RunChart, ...] = ()
+    # trainings setting up before their status.json (core.machine.setup_procs): busy
+    setup: tuple[SetupProcess, ...] = ()
 
     def run(self, run_dir: str | None) -> RunInfo | None:
         for r in self.runs:

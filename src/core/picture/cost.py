@@ -14,7 +14,8 @@ The model (the seed guide's "Stop paying" section):
 - stopping saves (1 - stopped/running) of the rate; break-even = rebuild cost /
   stopped rate: coming back sooner favours stopping, later favours destroying.
 - idle: no run running or starting and every GPU under 5% (GpuView.idle); without GPU
-  readings, no run running; counted by the one idle clock (core.picture.idle). Idle money
+  readings, no run running; never while a training sets up (`setting_up`); counted by the
+  one idle clock (core.picture.idle). Idle money
   is idle seconds seen x the rate; the banner is up once the current stretch has
   lasted idle_minutes.
 - balance left = balance - (now - balance_at) x rate; it runs out at
@@ -231,12 +232,15 @@ class CostTracker:
         gpus: GpuView | None = None,
         system: SystemView | None = None,
         price: PriceReading | None = None,
+        *,
+        setting_up: bool = False,
     ) -> CostView:
-        """`price`: price_command's last reading (core.picture.price), if it is set."""
+        """`price`: price_command's last reading (core.picture.price), if it is set;
+        `setting_up`: a training sets up before its status.json (busy, never idle)."""
         with self._lock:
             try:
                 runs = tuple(runs or ())
-                idle = self._idle.sample(now, machine_idle(runs, gpus))
+                idle = self._idle.sample(now, machine_idle(runs, gpus) and not setting_up)
                 return self._view(now, runs, selected, system, idle, price)
             except Exception as exc:  # never raise into the refresh worker
                 detail = " ".join(f"{type(exc).__name__}: {exc}".split())
@@ -312,9 +316,13 @@ def cost_once(
     gpus: GpuView | None = None,
     system: SystemView | None = None,
     price: PriceReading | None = None,
+    *,
+    setting_up: bool = False,
 ) -> CostView:
     """One look (the `cost` and `snapshot` commands): idle time cannot be seen, so it is None."""
-    view = CostTracker(settings).sample(now, runs, selected, gpus, system, price)
+    view = CostTracker(settings).sample(
+        now, runs, selected, gpus, system, price, setting_up=setting_up
+    )
     return replace(
         view,
         idle_seconds=None,

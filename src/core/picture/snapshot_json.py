@@ -174,6 +174,10 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "pushes": pushes,
             "autostop": autostop_to_json(s.autostop) if s.autostop is not None else None,
             "charts": [chart_to_json(c) for c in s.charts],
+            "setup": [
+                {**asdict(p), "started_at": iso(p.started_at) if p.started_at else None}
+                for p in s.setup
+            ],
         }
     )
 

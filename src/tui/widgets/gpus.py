@@ -14,7 +14,14 @@ from rich.text import Text
 
 from ...core.base.formatting import fmt_bytes, fmt_bytes_of, fmt_duration
 from ...core.base.text import printable
-from ...core.model.snapshot import GpuDevice, GpuProcess, GpuView, RunInfo, SystemView
+from ...core.model.snapshot import (
+    GpuDevice,
+    GpuProcess,
+    GpuView,
+    RunInfo,
+    SetupProcess,
+    SystemView,
+)
 from .lines import LinePane, cut_words
 from .metrics import sparkline
 from .run_header import text_bar
@@ -144,6 +151,12 @@ def gpu_row(
     return row
 
 
+def _minutes(now: float | None, started_at: float | None) -> int | None:
+    if now is None or started_at is None:
+        return None
+    return int(max(now - started_at, 0.0) // 60)
+
+
 class GpuPane(LinePane):
     """Repaints only the cells that changed, and only when its slice (GPUs, system, run
     names, idle minutes) changed."""
@@ -159,22 +172,29 @@ class GpuPane(LinePane):
         self._gpus: GpuView | None = None
         self._system: SystemView | None = None
         self._names: dict[str, str] = {}
+        self._setup: tuple = ()
 
     def show(
         self,
         gpus: GpuView | None,
         system: SystemView | None,
         runs: tuple[RunInfo, ...],
+        setup: tuple[SetupProcess, ...] = (),
+        now: float | None = None,
     ) -> None:
+        """`setup`: trainings setting up before their status.json (shown under the GPUs,
+        with their age in minutes at `now`)."""
         names = {r.run_dir: printable(r.name) for r in runs}
         idle_min = None
         if gpus is not None and gpus.idle and gpus.idle_seconds is not None:
             idle_min = int(gpus.idle_seconds // 60)
-        key = (gpus, system, tuple(sorted(names.items())), idle_min)
+        setup_rows = tuple((p.pid, p.command, p.why, _minutes(now, p.started_at)) for p in setup)
+        key = (gpus, system, tuple(sorted(names.items())), idle_min, setup_rows)
         if key == self._key:
             return
         self._key = key
         self._gpus, self._system, self._names = gpus, system, names
+        self._setup = setup_rows
         self.repaint_rows()
 
     def build_rows(self, width: int) -> list[Text]:
@@ -207,6 +227,13 @@ class GpuPane(LinePane):
         if g is not None and g.available:
             name_w = min(max((len(short_gpu_name(d.name)) for d in g.devices), default=3), 12)
             lines.extend(gpu_row(d, self._names, width, name_w, g.simulated) for d in g.devices)
+        for pid, command, why, minutes in self._setup:  # busy: no status.json yet
+            row = Text(no_wrap=True, overflow="ellipsis")
+            row.append("SETTING UP", style="bold black on cyan")
+            age = f" {minutes}m" if minutes is not None else ""
+            row.append(f"{age} ({why}, no status.json yet: not idle)", style="bold")
+            row.append(f" pid {pid} {command}")
+            lines.append(cut_words(row, width))
         warnings = list(g.warnings if g is not None else ()) + list(s.warnings if s else ())
         for w in warnings:
             row = Text(w, style="bold yellow", no_wrap=True, overflow="ellipsis")
