@@ -76,6 +76,11 @@ RANGES: dict[type, dict[str, Range]] = {
         "mem_used_mib": AMOUNT, "mem_total_mib": AMOUNT, "power_w": AMOUNT,
         "power_limit_w": AMOUNT, "sm_clock_mhz": AMOUNT, "temperature_c": TEMPERATURE_C,
         "util_history": PERCENT, "mem_history": AMOUNT, "minor": GPU_INDEX,
+        "mem_clock_mhz": AMOUNT, "sm_clock_max_mhz": AMOUNT, "mem_clock_max_mhz": AMOUNT,
+        "pcie_gen": COUNT, "pcie_gen_max": COUNT, "pcie_width": COUNT, "pcie_width_max": COUNT,
+        "pcie_tx_kbs": AMOUNT, "pcie_rx_kbs": AMOUNT, "ecc_corrected": COUNT,
+        "ecc_uncorrected": COUNT, "retired_pages": COUNT, "remapped_rows": COUNT,
+        "xid_count": COUNT, "xid_last": COUNT,
     },
     GpuProcess: {"pid": PIDS, "used_mib": AMOUNT},
     MigInstance: {

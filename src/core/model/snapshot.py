@@ -217,6 +217,24 @@ class GpuDevice:
     minor: int | None = None  # the N of /dev/nvidiaN
     runs: tuple[str, ...] = ()  # run_dir of every run with a process on it, sorted
     mig_instances: tuple[MigInstance, ...] = ()  # MIG mode on: its MIG devices
+    # health (core.machine.gpu_health): what explains a slow epoch; None is N/A, never 0
+    clock_events: tuple[str, ...] | None = None  # active clock-event (throttle) reasons
+    mem_clock_mhz: float | None = None
+    sm_clock_max_mhz: float | None = None
+    mem_clock_max_mhz: float | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    pcie_tx_kbs: float | None = None  # PCIe throughput, KB/s (NVML's unit)
+    pcie_rx_kbs: float | None = None
+    ecc_corrected: int | None = None  # volatile: since the driver loaded
+    ecc_uncorrected: int | None = None
+    retired_pages: int | None = None  # both causes
+    remapped_rows: int | None = None  # corrected + uncorrected
+    remap_pending: bool | None = None  # a row remap (or page retirement) waits for a reset
+    xid_count: int | None = None  # XID errors seen since the monitor started (NVML events)
+    xid_last: int | None = None  # the last XID number seen
 
 
 @dataclass(frozen=True)
