@@ -7,11 +7,32 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from support.dataset import make_dataset
 from support.training import Training, libreyolo_executable
 
 LIVE_EPOCHS = 5
+
+
+@pytest.fixture(autouse=True)
+def own_processes_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trainings setting up (core.machine.setup_procs) are looked for among this test's own
+    processes only: a training another test run started on the same machine makes that
+    machine busy, rightly, but is not this test's. The scan itself is the real one."""
+    from rgpu_tui.core.machine import setup_procs
+
+    me = psutil.Process()
+
+    def mine():
+        for proc in me.children(recursive=True):
+            try:
+                proc.info = proc.as_dict(["pid", "cmdline", "create_time"])
+            except psutil.Error:
+                continue
+            yield proc
+
+    monkeypatch.setattr(setup_procs, "processes", mine)
 
 
 def _require_libreyolo() -> None:

@@ -49,6 +49,7 @@ def cmd_agent(argv: list[str]) -> int:
         return 2
     settings, choice = got
 
+    from ..core.away.price_feed import price_feed
     from ..core.base.headless import Stop
     from ..core.fleet.agent import Agent, LineWriter
     from ..core.picture.collect import Collector
@@ -65,6 +66,7 @@ def cmd_agent(argv: list[str]) -> int:
             interval=args.interval,
             log_keep=LOG_TAIL_LEN,  # the log lines a snapshot carries
             settings=settings,
+            price=price_feed(settings),
         )
         writer = LineWriter(sys.stdout.buffer)
         agent = Agent(collector, settings, writer, root=root, interval=args.interval)

@@ -76,6 +76,7 @@ def cmd_exporter(argv: list[str]) -> int:
         return 2
     settings, choice = got
 
+    from ..core.away.price_feed import price_feed
     from ..core.base.headless import Stop
     from ..core.base.text import printable
     from ..core.picture.collect import Collector
@@ -86,7 +87,10 @@ def cmd_exporter(argv: list[str]) -> int:
     stop = Stop()
     collector = feed = server = None
     try:
-        collector = Collector(root, **choice.collector_args(), log_keep=1, settings=settings)
+        price = price_feed(settings)
+        collector = Collector(
+            root, **choice.collector_args(), log_keep=1, settings=settings, price=price
+        )
         feed = MetricsFeed(collector, on_error=_say).start()
         feed.wait_first(FIRST_REFRESH_WAIT_S)
         try:

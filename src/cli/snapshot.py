@@ -40,6 +40,7 @@ def _snapshot_parser() -> argparse.ArgumentParser:
 
 def cmd_snapshot(argv: list[str]) -> int:
     args = _snapshot_parser().parse_args(argv)
+    from ..core.away.price_feed import price_feed
     from ..core.picture.collect import Collector
     from ..core.picture.snapshot_json import snapshot_to_json
     from ..core.picture.snapshot_text import snapshot_to_text
@@ -57,11 +58,15 @@ def cmd_snapshot(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
+    price = price_feed(settings, start=False)
+    if price is not None:
+        price.read_once()  # one look: price_command once, within its timeout
     collector = Collector(
         args.path,
         **choice.collector_args(),
         settings=settings,
         one_shot=True,
+        price=price,
     )
     try:
         # a run directory given as PATH is the selected run; a root selects the newest
@@ -101,6 +106,7 @@ def cmd_cost(argv: list[str]) -> int:
     if got is None:
         return 2
     settings, choice = got
+    from ..core.away.price_feed import price_feed
     from ..core.machine.gpu import GpuMonitor
     from ..core.picture.cost import cost_once, cost_to_text, disk_gb_for, disk_view
     from ..core.picture.snapshot_json import cost_to_json
@@ -118,7 +124,9 @@ def cmd_cost(argv: list[str]) -> int:
         gpus = monitor.sample(now, runs, None)
     finally:
         monitor.close()
-    cost = cost_once(settings, now, runs, run, gpus, system)
+    price = price_feed(settings, start=False)
+    reading = price.read_once() if price is not None else None
+    cost = cost_once(settings, time.time(), runs, run, gpus, system, reading)
     if args.json:
         json.dump(cost_to_json(cost), sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -96,6 +96,7 @@ def cmd_watch(argv: list[str]) -> int:
 
     from ..core.away.events import EventEngine
     from ..core.away.notify import Notifier, hf_token
+    from ..core.away.price_feed import price_feed
     from ..core.picture.collect import Collector
     from ..core.records.event_state import WatchLock, load_state, save_state, state_path
 
@@ -132,6 +133,7 @@ def cmd_watch(argv: list[str]) -> int:
             interval=args.interval,
             log_keep=20,
             settings=settings,
+            price=price_feed(settings),
         )
         notify = settings.notify_command[0] if settings.notify_command else "off"
         _say(

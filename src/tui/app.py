@@ -20,6 +20,7 @@ from textual.binding import Binding
 from textual.widgets import OptionList
 
 from ..core.away.events import EventEngine
+from ..core.away.price_feed import price_feed
 from ..core.base.config import Settings, config_file_for
 from ..core.hub.auto_push import AutoPusher
 from ..core.hub.push_queue import PushQueue
@@ -109,6 +110,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
             interval=interval,
             log_keep=500,
             settings=settings,
+            price=price_feed(self.settings, clock=clock),  # price_command, on its own thread
         )
         # the watcher's events as notices: what changes while the app runs (what it finds at
         # start is on the screen); in memory only, and no notify_command: that is `watch`'s
@@ -229,7 +231,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
         if runs.border_title != title:  # setting it repaints the whole list
             runs.border_title = title
         runs.show_runs(snap.runs, sel_dir, snap.deep_dirs_skipped, self.colours(self.marks))
-        self.gpu_pane.show(snap.gpus, snap.system, snap.runs)
+        self.gpu_pane.show(snap.gpus, snap.system, snap.runs, snap.setup, snap.generated_at)
         self.cost_strip.show(snap.cost)
         if self.idle_banner.show(snap.cost, snap.gpus):
             self.bell()  # once, when the idle banner appears

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 
 import pytest
 
@@ -153,3 +154,23 @@ async def test_the_gpu_header_and_the_banner_read_one_idle_clock(runs_root):
         assert rendered(banner).startswith(
             "Idle 3 min (simulated GPUs) — $0.18 spent idle at $3.60/h."
         )
+
+
+async def test_the_price_from_price_command_drives_the_strip_and_c(runs_root, tmp_path):
+    """A stand-in provider command (a real executable) gives the app its price: the strip and
+    `c` say where it came from and how old it is (issue 32, item 4)."""
+    cmd = tmp_path / "provider-price"
+    cmd.write_text(f"#!{sys.executable}\nprint('1.90 25.00')\n")
+    cmd.chmod(0o755)
+    settings = Settings(price_per_hour=9.99, price_command=(str(cmd),))
+    app = make_app(runs_root, interval=0.2, gpus=1, settings=settings)  # refreshes until it answers
+    async with app.run_test(size=(120, 24)) as pilot:
+        strip = app.query_one(CostStrip)
+        await wait_for(pilot, lambda: rendered(strip).startswith("$1.90/h (price_command"))
+        assert rendered(strip).startswith("$1.90/h (price_command, just now)  spent")
+        await pilot.press("c")
+        await pilot.pause()
+        details = str(app.screen.query_one("#body").render())
+        assert "$1.90/h  (price_command (provider-price), read just now)" in details
+        # its balance, read at the app's (frozen) now: $25 at $1.90/h
+        assert "$25.00 left, runs out in 13h09m" in details

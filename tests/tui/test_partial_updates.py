@@ -122,14 +122,15 @@ async def test_a_gpu_reading_repaints_only_its_cells(runs_root, monkeypatch) -> 
         gpus = replace(
             snap.gpus, devices=(snap.gpus.devices[0], replace(d1, power_w=d1.power_w + 7))
         )
-        before = pane._rows[2].plain
+        row = 3  # the summary, GPU 0 and its health row (120 columns), then GPU 1
+        before = pane._rows[row].plain
         pane.show(gpus, snap.system, snap.runs)
-        after = pane._rows[2].plain
+        after = pane._rows[row].plain
         assert len(marked) == 1
         (regions, kwargs) = marked[0]
         assert kwargs == {} and len(regions) == 1  # no layout pass, one region
         region = regions[0]
-        assert region.y == 2 and region.height == 1  # GPU 1's row only
+        assert region.y == row and region.height == 1  # GPU 1's row only
         changed = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
         assert region.x == changed[0] and region.right == changed[-1] + 1
         assert region.width <= 5  # the power digits, not the row

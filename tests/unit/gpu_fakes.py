@@ -59,6 +59,19 @@ class FakeGpu:
     migs: list = field(default_factory=list)  # FakeMig per MIG slot (None: slot empty)
     lost: bool = False
     no_handle: bool = False
+    # health (core.machine.gpu_health)
+    clock_events: int = 0  # NVML's clocks-event reason mask
+    mem_clock: int = 2619
+    sm_clock_max: int = 1980
+    mem_clock_max: int = 2619
+    pcie: tuple = (5, 5, 16, 16)  # generation, its max, width, its max
+    pcie_kbs: tuple = (1200, 3400)  # TX, RX in KB/s
+    ecc: tuple = (0, 0)  # volatile corrected, uncorrected
+    retired: tuple = ((), ())  # page addresses, by cause
+    retired_pending: int = 0
+    remapped: tuple = (0, 0, 0, 0)  # corrected rows, uncorrected rows, pending, failed
+    xids: list = field(default_factory=list)  # XID events the driver has yet to hand out
+    events: bool = True  # the driver offers NVML events
 
 
 def proc(pid: int, used_bytes) -> SimpleNamespace:
@@ -70,6 +83,8 @@ class FakeNvml:
 
     NVML_TEMPERATURE_GPU = pynvml.NVML_TEMPERATURE_GPU
     NVML_CLOCK_SM = pynvml.NVML_CLOCK_SM
+    NVML_CLOCK_MEM = pynvml.NVML_CLOCK_MEM
+    nvmlEventTypeXidCriticalError = pynvml.nvmlEventTypeXidCriticalError
     NVMLError = pynvml.NVMLError
     NVMLError_NotSupported = pynvml.NVMLError_NotSupported
     NVMLError_GpuIsLost = pynvml.NVMLError_GpuIsLost
@@ -171,8 +186,76 @@ class FakeNvml:
         return self._dev("nvmlDeviceGetPowerUsage", h).power_mw
 
     def nvmlDeviceGetClockInfo(self, h, clock):
-        assert clock == pynvml.NVML_CLOCK_SM
-        return self._dev("nvmlDeviceGetClockInfo", h).sm_clock
+        assert clock in (pynvml.NVML_CLOCK_SM, pynvml.NVML_CLOCK_MEM)
+        g = self._dev("nvmlDeviceGetClockInfo", h)
+        return g.sm_clock if clock == pynvml.NVML_CLOCK_SM else g.mem_clock
+
+    def nvmlDeviceGetMaxClockInfo(self, h, clock):
+        assert clock in (pynvml.NVML_CLOCK_SM, pynvml.NVML_CLOCK_MEM)
+        g = self._dev("nvmlDeviceGetMaxClockInfo", h)
+        return g.sm_clock_max if clock == pynvml.NVML_CLOCK_SM else g.mem_clock_max
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return self._dev("nvmlDeviceGetCurrentClocksEventReasons", h).clock_events
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, h):  # drivers before 535
+        return self._dev("nvmlDeviceGetCurrentClocksThrottleReasons", h).clock_events
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h):
+        return self._dev("nvmlDeviceGetCurrPcieLinkGeneration", h).pcie[0]
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h):
+        return self._dev("nvmlDeviceGetMaxPcieLinkGeneration", h).pcie[1]
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h):
+        return self._dev("nvmlDeviceGetCurrPcieLinkWidth", h).pcie[2]
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h):
+        return self._dev("nvmlDeviceGetMaxPcieLinkWidth", h).pcie[3]
+
+    def nvmlDeviceGetPcieThroughput(self, h, counter):
+        assert counter in (pynvml.NVML_PCIE_UTIL_TX_BYTES, pynvml.NVML_PCIE_UTIL_RX_BYTES)
+        return self._dev("nvmlDeviceGetPcieThroughput", h).pcie_kbs[counter]
+
+    def nvmlDeviceGetTotalEccErrors(self, h, error_type, counter_type):
+        assert counter_type == pynvml.NVML_VOLATILE_ECC
+        return self._dev("nvmlDeviceGetTotalEccErrors", h).ecc[error_type]
+
+    def nvmlDeviceGetRetiredPages(self, h, cause):
+        return list(self._dev("nvmlDeviceGetRetiredPages", h).retired[cause])
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, h):
+        return self._dev("nvmlDeviceGetRetiredPagesPendingStatus", h).retired_pending
+
+    def nvmlDeviceGetRemappedRows(self, h):
+        return tuple(self._dev("nvmlDeviceGetRemappedRows", h).remapped)
+
+    # -- events (XID errors)
+    def nvmlEventSetCreate(self):
+        self.calls["nvmlEventSetCreate"] += 1
+        return {"devices": []}
+
+    def nvmlDeviceRegisterEvents(self, h, kinds, event_set):
+        g = self._dev("nvmlDeviceRegisterEvents", h)
+        assert kinds == pynvml.nvmlEventTypeXidCriticalError
+        if not g.events:
+            raise pynvml.NVMLError_NotSupported()
+        event_set["devices"].append(h)
+
+    def nvmlEventSetWait_v2(self, event_set, timeout_ms):
+        assert timeout_ms == 0  # a refresh never waits
+        self.calls["nvmlEventSetWait_v2"] += 1
+        for h in event_set["devices"]:
+            g = self.gpus[h[1]]
+            if g.xids:
+                return SimpleNamespace(
+                    device=h, eventType=pynvml.nvmlEventTypeXidCriticalError,
+                    eventData=g.xids.pop(0), gpuInstanceId=0, computeInstanceId=0,
+                )  # fmt: skip
+        raise pynvml.NVMLError_Timeout()
+
+    def nvmlEventSetFree(self, event_set):
+        self.calls["nvmlEventSetFree"] += 1
 
     def nvmlDeviceGetFanSpeed(self, h):
         return self._dev("nvmlDeviceGetFanSpeed", h).fan

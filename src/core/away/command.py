@@ -5,7 +5,8 @@ threads), and returns a CommandResult; `kill()` from another thread ends the one
 
 - No shell: argv is a list; stdin is /dev/null; stdout and stderr go to one pipe, read as
   they come into a bounded tail (the last TAIL_BYTES kept, for the line that says why it
-  failed): a command printing gigabytes costs no memory.
+  failed; a runner made with a larger `keep` keeps that much, for price_command's JSON), and
+  how many bytes it wrote in all is counted: a command printing gigabytes costs no memory.
 - Done when the command exits: what is already in the pipe is taken (for at most
   EXIT_DRAIN_S), then the pipe is closed. A background child it left holding the pipe
   (`server &`) is not waited for and not killed.
@@ -42,6 +43,7 @@ class CommandResult:
     returncode: int | None  # None: it could not start, or was killed at the timeout
     problem: str | None  # None when it exited 0; else "exit status 3", "timed out ...", ...
     output: bytes = b""  # the last TAIL_BYTES it wrote (stdout and stderr together)
+    written: int = 0  # how many bytes it wrote in all (more than `output` when it was cut)
 
     @property
     def ok(self) -> bool:
@@ -71,8 +73,11 @@ def child_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 class CommandRunner:
     """Runs one command at a time (see the module doc)."""
 
-    def __init__(self, timeout: float, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, timeout: float, environ: Mapping[str, str] | None = None, keep: int = TAIL_BYTES
+    ) -> None:
         self.timeout = timeout
+        self.keep = keep  # bytes of its output kept (the last ones)
         self.env = child_env(environ)
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
@@ -94,17 +99,17 @@ class CommandRunner:
         with self._lock:
             self._proc = proc
         try:
-            out, timed_out = _follow(proc, self.timeout)
+            out, written, timed_out = _follow(proc, self.timeout, self.keep)
         finally:
             with self._lock:
                 self._proc = None
         if timed_out:
-            return CommandResult(None, f"timed out after {self.timeout:g} s (killed)", out)
+            return CommandResult(None, f"timed out after {self.timeout:g} s (killed)", out, written)
         code = proc.returncode
         if code == 0:
-            return CommandResult(0, None, out)
+            return CommandResult(0, None, out, written)
         how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-        return CommandResult(code, how, out)
+        return CommandResult(code, how, out, written)
 
     def kill(self) -> None:
         """Kill the command in flight, if any (its process group)."""
@@ -127,17 +132,20 @@ class _Tail:
     def __init__(self, limit: int = TAIL_BYTES) -> None:
         self.limit = limit
         self.data = bytearray()
+        self.written = 0
 
     def add(self, chunk: bytes) -> None:
+        self.written += len(chunk)
         self.data += chunk[-self.limit :]
         if len(self.data) > self.limit:
             del self.data[: len(self.data) - self.limit]
 
 
-def _follow(proc: subprocess.Popen, timeout: float) -> tuple[bytes, bool]:
+def _follow(proc: subprocess.Popen, timeout: float, keep: int) -> tuple[bytes, int, bool]:
     """Read the command's output into a bounded tail until it exits (or is over time:
-    then its group is killed). (the tail, whether it timed out). The pipe is closed."""
-    tail = _Tail()
+    then its group is killed). (the tail, bytes written in all, whether it timed out).
+    The pipe is closed."""
+    tail = _Tail(keep)
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
     deadline = time.monotonic() + timeout
@@ -172,7 +180,7 @@ def _follow(proc: subprocess.Popen, timeout: float) -> tuple[bytes, bool]:
                 break
     finally:
         proc.stdout.close()
-    return bytes(tail.data), timed_out
+    return bytes(tail.data), tail.written, timed_out
 
 
 def _read_some(fd: int, tail: _Tail) -> bool:

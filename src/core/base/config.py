@@ -117,6 +117,12 @@ class Settings:
         flag=True,
         metavar="USD",
     )
+    price_command: tuple[str, ...] | None = _setting(
+        sv.price_command,
+        "argv run on start and every few minutes that prints the current USD per hour (and "
+        "optionally the balance): a number, or its provider's JSON; overrides price_per_hour "
+        "once it answers; $VAR and ${VAR} come from the environment",
+    )
     balance: float | None = _setting(
         sv.within(MONEY), "prepaid credit left at balance_at, USD", flag=True, metavar="USD"
     )

@@ -155,16 +155,25 @@ argv = command(_ARGV_EXAMPLE)
 _STOP_EXAMPLE = '["vastai", "stop", "instance", "12345"]'
 
 
-def stop_command(raw) -> tuple[str, ...]:
-    """autostop_command: an argv list whose $VAR / ${VAR} references are well formed (they
-    are filled in from the environment when it runs: core.base.env_expand)."""
-    from .env_expand import check_template
+def command_with_vars(example: str) -> Callable[[object], tuple[str, ...]]:
+    """An argv list whose $VAR / ${VAR} references are well formed (they are filled in
+    from the environment when it runs: core.base.env_expand)."""
 
-    argv = command(_STOP_EXAMPLE)(raw)
-    problem = check_template(argv)
-    if problem:
-        raise ValueError(problem)
-    return argv
+    def parse(raw) -> tuple[str, ...]:
+        from .env_expand import check_template
+
+        argv = command(example)(raw)
+        problem = check_template(argv)
+        if problem:
+            raise ValueError(problem)
+        return argv
+
+    return parse
+
+
+stop_command = command_with_vars(_STOP_EXAMPLE)  # autostop_command
+# price_command (core.away.price_feed): vast.ai's CLI inside the instance it prices
+price_command = command_with_vars('["vastai", "show", "instance", "$CONTAINER_ID", "--raw"]')
 
 
 _TRUE = ("true", "yes", "on", "1")

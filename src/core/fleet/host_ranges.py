@@ -90,6 +90,11 @@ RANGES: dict[type, dict[str, Range]] = {
         "mem_used_mib": AMOUNT, "mem_total_mib": AMOUNT, "power_w": AMOUNT,
         "power_limit_w": AMOUNT, "sm_clock_mhz": AMOUNT, "temperature_c": TEMPERATURE_C,
         "util_history": PERCENT, "mem_history": AMOUNT, "minor": GPU_INDEX,
+        "mem_clock_mhz": AMOUNT, "sm_clock_max_mhz": AMOUNT, "mem_clock_max_mhz": AMOUNT,
+        "pcie_gen": COUNT, "pcie_gen_max": COUNT, "pcie_width": COUNT, "pcie_width_max": COUNT,
+        "pcie_tx_kbs": AMOUNT, "pcie_rx_kbs": AMOUNT, "ecc_corrected": COUNT,
+        "ecc_uncorrected": COUNT, "retired_pages": COUNT, "remapped_rows": COUNT,
+        "xid_count": COUNT, "xid_last": COUNT,
     },
     GpuProcess: {"pid": PIDS, "used_mib": AMOUNT},
     MigInstance: {
@@ -109,7 +114,7 @@ RANGES: dict[type, dict[str, Range]] = {
         "projected_total": COST, "stopped_per_hour": COST, "idle_seconds": DURATIONS,
         "idle_spent": COST, "idle_now_seconds": DURATIONS, "idle_now_spent": COST,
         "idle_minutes": MINUTES, "disk_gb": DISK_GB, "balance_left": MONEY,
-        "balance_runs_out_at": TIMES,
+        "balance_runs_out_at": TIMES, "price_read_at": TIMES, "price_age_seconds": DURATIONS,
     },
     AutostopPlan: {"fires_at": TIMES},
 }  # fmt: skip

@@ -116,9 +116,11 @@ def in_initial_pid_namespace(proc_root: str = "/proc") -> bool:
     return head.endswith("(kthreadd") and len(fields) > 1 and fields[1] == "0"
 
 
-def nvidia_nodes(pid: int, proc_root: str = "/proc") -> frozenset[str] | None:
+def nvidia_nodes(pid: int, proc_root: str = "/proc", dev: str = "/dev") -> frozenset[str] | None:
     """The /dev/nvidia* nodes process `pid` holds open ("nvidia0", "nvidiactl", ...), from
-    /proc/PID/fd; None when that cannot be read (another user's process, or gone)."""
+    /proc/PID/fd; None when that cannot be read (another user's process, or gone). `dev`:
+    the device folder (tests point it at a folder of their own)."""
+    prefix = dev.rstrip("/") + "/nvidia"
     try:
         dir_fd = os.open(f"{proc_root}/{pid}/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
@@ -130,8 +132,8 @@ def nvidia_nodes(pid: int, proc_root: str = "/proc") -> frozenset[str] | None:
                 target = os.readlink(name, dir_fd=dir_fd)
             except OSError:
                 continue  # closed meanwhile
-            if target.startswith("/dev/nvidia"):
-                out.add(target[len("/dev/") :])
+            if target.startswith(prefix):
+                out.add(target[len(prefix) - len("nvidia") :])
     except OSError:
         return None
     finally:

@@ -13,8 +13,13 @@ replay; before the first sample's t the first sample shows, after the last the l
 Optional device fields: "state" ("ok" or "lost"), "sm_clock_mhz", "fan_percent", "pstate"
 ("P0".."P15"), "mig_mode" ("enabled"/"disabled"), "mig_instances" (objects with
 "mig_index", "name", "uuid", "gpu_instance_id", "compute_instance_id", "mem_used_mib",
-"mem_total_mib", "util_percent"). A field left out (or null) reads N/A; unknown keys are
-ignored. The pids are NVML's, of the machine that recorded: they are attributed to runs
+"mem_total_mib", "util_percent"); the health fields (core.machine.gpu_health):
+"clock_events" (a list of its names: "sw_power_cap", "hw_thermal", ...), "mem_clock_mhz",
+"sm_clock_max_mhz", "mem_clock_max_mhz", "pcie_tx_kbs", "pcie_rx_kbs" (numbers),
+"pcie_gen", "pcie_gen_max", "pcie_width", "pcie_width_max", "ecc_corrected",
+"ecc_uncorrected", "retired_pages", "remapped_rows", "xid_count", "xid_last" (whole
+numbers), "remap_pending" (true/false). A field left out (or null) reads N/A; unknown keys
+are ignored. The pids are NVML's, of the machine that recorded: they are attributed to runs
 here like NVML's own (so a recording made in a container lists host pids).
 
 The whole file is read and checked before anything is shown: a malformed one raises
@@ -35,6 +40,7 @@ from ..base.safeio import read_regular
 from ..base.text import printable
 from ..base.values import parse_json, value_text
 from ..model.snapshot import GpuDevice, GpuView, MigInstance
+from .gpu_health import CLOCK_EVENT_NAMES
 from .gpu_procs import DeviceReading
 
 MAX_RECORDING_BYTES = 64 * 1024 * 1024
@@ -54,7 +60,16 @@ _NUMBERS = {
     "power_limit_w": _NON_NEGATIVE,
     "sm_clock_mhz": _NON_NEGATIVE,
     "fan_percent": _PERCENT,
+    "mem_clock_mhz": _NON_NEGATIVE,
+    "sm_clock_max_mhz": _NON_NEGATIVE,
+    "mem_clock_max_mhz": _NON_NEGATIVE,
+    "pcie_tx_kbs": _NON_NEGATIVE,
+    "pcie_rx_kbs": _NON_NEGATIVE,
 }
+_WHOLE = (
+    "pcie_gen", "pcie_gen_max", "pcie_width", "pcie_width_max", "ecc_corrected",
+    "ecc_uncorrected", "retired_pages", "remapped_rows", "xid_count", "xid_last",
+)  # fmt: skip
 _MIG_NUMBERS = {
     "mem_used_mib": _NON_NEGATIVE,
     "mem_total_mib": _NON_NEGATIVE,
@@ -159,6 +174,24 @@ def _mig(value, where: str) -> MigInstance:
     )
 
 
+def _health(obj: dict, where: str) -> dict:
+    """The health fields of a device (whole numbers, the pending flag, the clock events)."""
+    out: dict = {k: _whole(obj, k, where) for k in _WHOLE}
+    pending = obj.get("remap_pending")
+    if pending is not None and not isinstance(pending, bool):
+        raise _Bad(f"{where}remap_pending must be true or false, got {_shown(pending)}")
+    out["remap_pending"] = pending
+    events = obj.get("clock_events")
+    if events is not None:
+        events = tuple(_list(obj, "clock_events", where, len(CLOCK_EVENT_NAMES)))
+        for j, e in enumerate(events):
+            if e not in CLOCK_EVENT_NAMES:
+                known = ", ".join(CLOCK_EVENT_NAMES)
+                raise _Bad(f"{where}clock_events[{j}] must be one of {known}, got {_shown(e)}")
+    out["clock_events"] = events
+    return out
+
+
 def _device(value, where: str) -> DeviceReading:
     obj = _object(value, where)
     index = _whole(obj, "index", where, required=True)
@@ -185,7 +218,14 @@ def _device(value, where: str) -> DeviceReading:
     mig_mode = _string(obj, "mig_mode", where, {"enabled", "disabled"})
     if state == "lost":
         return DeviceReading(GpuDevice(**common))
-    device = GpuDevice(**common, **numbers, pstate=pstate, mig_mode=mig_mode, mig_instances=migs)
+    device = GpuDevice(
+        **common,
+        **numbers,
+        **_health(obj, where),
+        pstate=pstate,
+        mig_mode=mig_mode,
+        mig_instances=migs,
+    )
     return DeviceReading(device, tuple(sorted(dict(processes).items())))
 
 
@@ -291,6 +331,10 @@ def reading_to_json(reading: DeviceReading) -> dict:
         out.update({k: getattr(d, k) for k in _NUMBERS})
         out["pstate"] = d.pstate
         out["mig_mode"] = d.mig_mode
+        out.update({k: getattr(d, k) for k in _WHOLE})
+        out["remap_pending"] = d.remap_pending
+        if d.clock_events is not None:
+            out["clock_events"] = list(d.clock_events)
         if d.mig_instances:
             out["mig_instances"] = [
                 _drop_none(

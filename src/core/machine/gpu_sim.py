@@ -74,6 +74,21 @@ def fake_gpus_from_env(
     return n, lose
 
 
+SIM_MEM_CLOCK = 10501.0
+SIM_HEALTH = {  # what does not move: the maximum clocks and link, no memory or XID errors
+    "sm_clock_max_mhz": 2790.0,
+    "mem_clock_max_mhz": SIM_MEM_CLOCK,
+    "pcie_gen_max": 4,
+    "pcie_width_max": 16,
+    "ecc_corrected": 0,
+    "ecc_uncorrected": 0,
+    "retired_pages": 0,
+    "remapped_rows": 0,
+    "remap_pending": False,
+    "xid_count": 0,
+}
+
+
 class SimulatedGpus:
     """`devices(now, runs)`: N simulated boards; the clock starts at the first call."""
 
@@ -139,6 +154,13 @@ class SimulatedGpus:
                         processes=processes,
                         minor=i,
                         runs=tuple(sorted({p.run_dir for p in processes if p.run_dir})),
+                        clock_events=(),
+                        mem_clock_mhz=SIM_MEM_CLOCK,
+                        pcie_gen=4,
+                        pcie_width=16,
+                        pcie_tx_kbs=round(wave(19.0, 800.0, 2400.0)),
+                        pcie_rx_kbs=round(wave(23.0, 9000.0, 26000.0)),
+                        **SIM_HEALTH,
                     )
                 )
             else:
@@ -160,6 +182,13 @@ class SimulatedGpus:
                         pstate="P8",
                         mig_mode="disabled",
                         minor=i,
+                        clock_events=("gpu_idle",),
+                        mem_clock_mhz=405.0,
+                        pcie_gen=1,  # an idle link drops its generation to save power
+                        pcie_width=16,
+                        pcie_tx_kbs=0.0,
+                        pcie_rx_kbs=0.0,
+                        **SIM_HEALTH,
                     )
                 )
         return devices

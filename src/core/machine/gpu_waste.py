@@ -22,6 +22,7 @@ from dataclasses import replace
 from ..base.safeio import read_regular
 from ..base.values import parse_json
 from ..model.snapshot import GpuDevice, RunInfo
+from .gpu_health import slowdown_reason
 
 IDLE_UTIL = 5.0  # every GPU under this and no run running: idle
 STRAGGLER_WINDOW_S = 60.0
@@ -89,11 +90,21 @@ def find_stragglers(
     return out
 
 
-def straggler_warning(index: int, run_name: str, mean: float, others: float) -> str:
+def straggler_warning(
+    index: int, run_name: str, mean: float, others: float, reason: str | None = None
+) -> str:
+    """With `reason` (core.machine.gpu_health.slowdown_reason), why it lags."""
     return (
         f"GPU {index} straggling in run {run_name}: "
         f"{_pct(mean)} vs {_pct(others)} on its other GPUs"
-    )
+    ) + (f": {reason}" if reason else "")
+
+
+def starved_warning(verdict: str, gpus: Iterable[GpuDevice]) -> str:
+    """The starved sentence, and what the run's GPUs say about themselves when one is
+    slowed (thermal throttling, a power cap, a narrow PCIe link...)."""
+    reasons = [f"GPU {d.index} {r}" for d in gpus if (r := slowdown_reason(d))]
+    return verdict + (f"; {', '.join(reasons)}" if reasons else "")
 
 
 # a run in these states keeps the machine busy: a running one, and a launch that has no
@@ -222,10 +233,12 @@ class WasteTracker:
                 )
                 if mean is not None and span >= STRAGGLER_MIN_SPAN_S:
                     means[d.index] = mean
+            by_index = {d.index: d for d in gpus}
             for index, mean, others in find_stragglers(means):
                 if "straggler" not in flags[index]:
                     flags[index].append("straggler")
-                warnings.append(straggler_warning(index, r.name, mean, others))
+                reason = slowdown_reason(by_index[index])
+                warnings.append(straggler_warning(index, r.name, mean, others, reason))
 
         # starved
         live = set()
@@ -244,7 +257,8 @@ class WasteTracker:
                 for d in on_gpus[r.run_dir]:
                     if "starved" not in flags[d.index]:
                         flags[d.index].append("starved")
-                warnings.append(read_profile_verdict(r.run_dir) or STARVED_GUESS)
+                verdict = read_profile_verdict(r.run_dir) or STARVED_GUESS
+                warnings.append(starved_warning(verdict, on_gpus[r.run_dir]))
         for run_dir in list(self._low_since):
             if run_dir not in live:
                 del self._low_since[run_dir]

@@ -27,6 +27,7 @@ from types import SimpleNamespace
 
 from ..base.values import num as _num
 from ..model.snapshot import GpuDevice, GpuView, MigInstance
+from .gpu_health import HealthReader
 from .gpu_procs import DeviceReading
 
 INIT_RETRY_S = 60.0  # NVML start (and a lost device) is tried at most this often
@@ -168,6 +169,7 @@ class NvmlSource:
         self._static: dict[int, _Static] = {}
         self._lost_at: dict[int, float] = {}
         self._process_fn: dict[str, str] = {}  # query -> the version that exists
+        self._health = HealthReader()  # clock events, PCIe, ECC, XID (core.machine.gpu_health)
 
     # -- errors -------------------------------------------------------------------
 
@@ -205,6 +207,7 @@ class NvmlSource:
 
     def close(self) -> None:
         if self._ready:
+            self._health.reset(self._nvml)  # its XID event sets, before NVML goes
             self._ready = False
             try:
                 self._nvml.nvmlShutdown()
@@ -251,6 +254,7 @@ class NvmlSource:
         self._handles.clear()
         self._lost_at.clear()
         self._process_fn.clear()
+        self._health.reset(nvml)
         self._unavailable = None
         return None
 
@@ -322,7 +326,7 @@ class NvmlSource:
         if lost_at is not None and abs(now - lost_at) < INIT_RETRY_S:
             return DeviceReading(self._lost_device(index))
         try:
-            reading = self._query_device(index)
+            reading = self._query_device(index, now)
         except _Lost:
             self._handles.pop(index, None)
             self._lost_at[index] = now
@@ -345,7 +349,7 @@ class NvmlSource:
             self._handles[index] = handle
         return handle
 
-    def _query_device(self, index: int) -> DeviceReading:
+    def _query_device(self, index: int, now: float) -> DeviceReading:
         nvml = self._nvml
         handle = self._handle(index)
         st = self._static.setdefault(index, _Static())
@@ -382,6 +386,7 @@ class NvmlSource:
             current = _num(mig[0])
             if current is not None:
                 mig_text = "enabled" if current else "disabled"
+        health = self._health.read(index, handle, self._call, nvml, now)
         processes = self._processes(handle)
         instances: tuple[MigInstance, ...] = ()
         if mig_text == "enabled":
@@ -406,6 +411,7 @@ class NvmlSource:
             mig_mode=mig_text,
             minor=st.minor,
             mig_instances=instances,
+            **health,
         )
         return DeviceReading(device, processes)
 

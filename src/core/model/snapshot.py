@@ -219,6 +219,24 @@ class GpuDevice:
     minor: int | None = None  # the N of /dev/nvidiaN
     runs: tuple[str, ...] = ()  # run_dir of every run with a process on it, sorted
     mig_instances: tuple[MigInstance, ...] = ()  # MIG mode on: its MIG devices
+    # health (core.machine.gpu_health): what explains a slow epoch; None is N/A, never 0
+    clock_events: tuple[str, ...] | None = None  # active clock-event (throttle) reasons
+    mem_clock_mhz: float | None = None
+    sm_clock_max_mhz: float | None = None
+    mem_clock_max_mhz: float | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    pcie_tx_kbs: float | None = None  # PCIe throughput, KB/s (NVML's unit)
+    pcie_rx_kbs: float | None = None
+    ecc_corrected: int | None = None  # volatile: since the driver loaded
+    ecc_uncorrected: int | None = None
+    retired_pages: int | None = None  # both causes
+    remapped_rows: int | None = None  # corrected + uncorrected
+    remap_pending: bool | None = None  # a row remap (or page retirement) waits for a reset
+    xid_count: int | None = None  # XID errors seen since the monitor started (NVML events)
+    xid_last: int | None = None  # the last XID number seen
 
 
 @dataclass(frozen=True)
@@ -242,6 +260,17 @@ class GpuView:
         """Simulated GPUs (--fake-gpus): their numbers are invented; every place that
         shows them says so."""
         return self.source == "fake"
+
+
+@dataclass(frozen=True)
+class SetupProcess:
+    """A training that has not written its status.json yet (core.machine.setup_procs): the
+    machine is busy while it lives ("setting up")."""
+
+    pid: int
+    command: str  # its command line, printable and cut
+    started_at: float | None  # epoch seconds
+    why: str  # "libreyolo training", "libreyolo DDP coordinator", "holds /dev/nvidia-uvm"
 
 
 @dataclass(frozen=True)
@@ -294,6 +323,12 @@ class CostView:
     balance_left: float | None = None
     balance_runs_out_at: float | None = None  # epoch seconds
     warnings: tuple[str, ...] = ()
+    # where the price came from: "price_command (vastai)", or where the typed one was set
+    # ("RGPU_PRICE_PER_HOUR", "--price-per-hour", "<config file> line 3")
+    price_source: str | None = None
+    price_read_at: float | None = None  # when price_command gave it (epoch s); None if typed
+    price_age_seconds: float | None = None
+    price_problem: str | None = None  # price_command's last try failed: why, what is shown
 
 
 @dataclass(frozen=True)
@@ -323,6 +358,8 @@ class Snapshot:
     autostop: AutostopPlan | None = None  # None: no live watcher plans autostop here
     # the runs the chart view asked for (core.picture.charts.ChartRequest); () when none
     charts: tuple[RunChart, ...] = ()
+    # trainings setting up before their status.json (core.machine.setup_procs): busy
+    setup: tuple[SetupProcess, ...] = ()
 
     def run(self, run_dir: str | None) -> RunInfo | None:
         for r in self.runs:

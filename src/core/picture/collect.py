@@ -18,11 +18,13 @@ from dataclasses import replace
 from ..base.config import Settings
 from ..machine.gpu import GpuMonitor
 from ..machine.gpu_replay import GpuRecording
+from ..machine.setup_procs import SetupWatcher
 from ..machine.system import SystemMonitor
 from ..model.snapshot import GpuView, RunInfo, Snapshot
 from ..records.autostop_files import AutostopFiles, PlanReader
 from .charts import ChartBuilder, ChartRequest
 from .cost import CostTracker, cost_once
+from .price import PriceSource
 from .watch import RunsWatcher
 
 
@@ -51,15 +53,21 @@ class Collector:
         log_keep: int = 1000,
         settings: Settings | None = None,
         one_shot: bool = False,
+        price: PriceSource | None = None,
+        setup: SetupWatcher | None = None,
     ) -> None:
         """`one_shot`: a single look (`rgpu-tui snapshot`), which cannot see idle time, so
-        the idle figures are unknown rather than zero."""
+        the idle figures are unknown rather than zero. `price`: price_command's feed
+        (core.away.price_feed), read from memory each refresh and closed with the Collector.
+        `setup`: what finds trainings setting up (tests point it at a device folder)."""
         self.settings = settings or Settings()
         self.runs = RunsWatcher(root, log_keep=log_keep, settings=self.settings)
         self.system = SystemMonitor(root)
         self.gpus = GpuMonitor(fake_gpus, interval=interval, fake_lose=fake_lose, replay=gpu_replay)
         self.one_shot = one_shot
         self.cost = CostTracker(self.settings)
+        self.price = price
+        self.setup = setup or SetupWatcher()
         # what the root's `rgpu-tui watch` plans for autostop (read, never acted on here)
         self.autostop = PlanReader(AutostopFiles.for_root(self.runs.root))
         self.charts = ChartBuilder(self.settings)
@@ -73,15 +81,24 @@ class Collector:
         system = self.system.sample(now, snap.runs)
         gpus = self.gpus.sample(now, snap.runs, system.cpu_percent)
         snap = replace(snap, runs=with_gpu_indices(snap.runs, gpus))
+        setup = self.setup.sample(now, snap.runs)  # setting up is busy, never idle
+        if setup and gpus.idle:
+            gpus = replace(gpus, idle=False)
+        price = self.price.reading() if self.price is not None else None
+        args = (now, snap.runs, snap.selected_run, gpus, system, price)
         if self.one_shot:
-            cost = cost_once(self.settings, now, snap.runs, snap.selected_run, gpus, system)
+            cost = cost_once(self.settings, *args, setting_up=bool(setup))
         else:
-            cost = self.cost.sample(now, snap.runs, snap.selected_run, gpus, system)
+            cost = self.cost.sample(*args, setting_up=bool(setup))
         if gpus.idle and cost.idle_now_seconds is not None:
             gpus = replace(gpus, idle_seconds=cost.idle_now_seconds)
         autostop = self.autostop.read()
         built = self.charts.build(charts, self.runs, snap.runs, now)
-        return replace(snap, gpus=gpus, system=system, cost=cost, autostop=autostop, charts=built)
+        return replace(
+            snap, gpus=gpus, system=system, cost=cost, autostop=autostop, charts=built, setup=setup
+        )
 
     def close(self) -> None:
         self.gpus.close()
+        if self.price is not None:
+            self.price.close()

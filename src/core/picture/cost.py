@@ -14,7 +14,8 @@ The model (the seed guide's "Stop paying" section):
 - stopping saves (1 - stopped/running) of the rate; break-even = rebuild cost /
   stopped rate: coming back sooner favours stopping, later favours destroying.
 - idle: no run running or starting and every GPU under 5% (GpuView.idle); without GPU
-  readings, no run running; counted by the one idle clock (core.picture.idle). Idle money
+  readings, no run running; never while a training sets up (`setting_up`); counted by the
+  one idle clock (core.picture.idle). Idle money
   is idle seconds seen x the rate; the banner is up once the current stretch has
   lasted idle_minutes.
 - balance left = balance - (now - balance_at) x rate; it runs out at
@@ -38,6 +39,7 @@ from ..base.text import printable
 from ..base.values import TIMES
 from ..model.snapshot import CostView, DiskInfo, GpuView, RunInfo, SystemView
 from .idle import GAP_CAP_S, IdleClock, IdleReading, machine_idle
+from .price import PriceReading, age_text, price_problem
 
 HOURS_PER_MONTH = 720.0  # 30-day months, as the seed's measured stopped rate shows
 IDLE_GAP_CAP_S = GAP_CAP_S  # one gap between samples counts at most this much idle time
@@ -242,12 +244,17 @@ class CostTracker:
         selected: RunInfo | None = None,
         gpus: GpuView | None = None,
         system: SystemView | None = None,
+        price: PriceReading | None = None,
+        *,
+        setting_up: bool = False,
     ) -> CostView:
+        """`price`: price_command's last reading (core.picture.price), if it is set;
+        `setting_up`: a training sets up before its status.json (busy, never idle)."""
         with self._lock:
             try:
                 runs = tuple(runs or ())
-                idle = self._idle.sample(now, machine_idle(runs, gpus))
-                return self._view(now, runs, selected, system, idle)
+                idle = self._idle.sample(now, machine_idle(runs, gpus) and not setting_up)
+                return self._view(now, runs, selected, system, idle, price)
             except Exception as exc:  # never raise into the refresh worker
                 detail = " ".join(f"{type(exc).__name__}: {exc}".split())
                 return CostView(
@@ -264,17 +271,25 @@ class CostTracker:
         selected: RunInfo | None,
         system,
         idle: IdleReading,
+        price: PriceReading | None = None,
     ) -> CostView:
         s = self.settings
-        rate = s.price_per_hour
+        rate, source, read_at = s.price_per_hour, s.source("price_per_hour"), None
+        balance, balance_at = s.balance, s.balance_at
+        if price is not None and price.price_per_hour is not None:
+            rate, source, read_at = price.price_per_hour, price.source, price.read_at
+            if price.balance is not None:
+                balance, balance_at = price.balance, price.read_at
+        problem = price_problem(price, s.price_per_hour, now)
         hours = billed_hours(self._billing_started_at, now)
         spent = hours * rate if hours is not None and rate is not None else None
         run_spent, per_epoch, to_finish, projected = run_costs(selected, rate)
         disk_gb = disk_gb_for(s, system)
         stopped = stopped_rate(disk_gb, s.storage_price_gb_month)
         stretch = idle.stretch_seconds
-        left = balance_left(s.balance, s.balance_at, rate, now)
-        runs_out = balance_runs_out_at(s.balance, s.balance_at, rate)
+        left = balance_left(balance, balance_at, rate, now)
+        runs_out = balance_runs_out_at(balance, balance_at, rate)
+        warnings = balance_warnings(runs_out, left, now, runs, selected)
         return CostView(
             configured=rate is not None,
             price_per_hour=rate,
@@ -298,7 +313,11 @@ class CostTracker:
             disk_gb=disk_gb,
             balance_left=left,
             balance_runs_out_at=runs_out,
-            warnings=tuple(balance_warnings(runs_out, left, now, runs, selected)),
+            warnings=tuple(warnings + ([problem] if problem else [])),
+            price_source=source if rate is not None else None,
+            price_read_at=read_at,
+            price_age_seconds=max(now - read_at, 0.0) if read_at is not None else None,
+            price_problem=problem,
         )
 
 
@@ -309,9 +328,14 @@ def cost_once(
     selected: RunInfo | None = None,
     gpus: GpuView | None = None,
     system: SystemView | None = None,
+    price: PriceReading | None = None,
+    *,
+    setting_up: bool = False,
 ) -> CostView:
     """One look (the `cost` and `snapshot` commands): idle time cannot be seen, so it is None."""
-    view = CostTracker(settings).sample(now, runs, selected, gpus, system)
+    view = CostTracker(settings).sample(
+        now, runs, selected, gpus, system, price, setting_up=setting_up
+    )
     return replace(
         view,
         idle_seconds=None,
@@ -323,6 +347,14 @@ def cost_once(
 
 
 # -- text (rgpu-tui cost) -----------------------------------------------------------
+
+
+def price_source_text(c: CostView, lead: str = " ") -> str:
+    """'(price_command (vastai), read 3 min ago)' or '(RGPU_PRICE_PER_HOUR)'; '' if unknown."""
+    if c.price_source is None:
+        return ""
+    age = f", read {age_text(c.price_age_seconds)}" if c.price_age_seconds is not None else ""
+    return f"{lead}({c.price_source}{age})"
 
 
 def _hint(key: str) -> str:
@@ -364,10 +396,10 @@ def cost_to_text(
     if disk_gb is None:
         disk_gb = c.disk_gb
     if not c.configured:
-        return no_price_text(config_file_for(settings))
+        text = no_price_text(config_file_for(settings))
+        return f"{text}\n! {printable(c.price_problem)}" if c.price_problem else text
     rows: list[tuple[str, str]] = []
-    where = settings.source("price_per_hour")
-    rows.append(("running", fmt_rate(c.price_per_hour) + (f"  ({where})" if where else "")))
+    rows.append(("running", fmt_rate(c.price_per_hour) + price_source_text(c, "  ")))
     if gpus is not None and gpus.available and gpus.devices:
         rows.append(("GPUs", gpus_cost_text(gpus, c.price_per_hour)))
     if c.billed_hours is not None and c.billing_started_at is not None:

@@ -2,11 +2,12 @@
 
 Idle is no run running or starting (a launch without its status.json yet is busy) and every
 GPU under 5% (GpuView.idle); without GPU readings, no run running or starting
-(`machine_idle`). Idle time is counted between two samples that are both
-idle, at most GAP_CAP_S per gap: a gap in sampling (a suspended laptop, a stalled
-refresh, the app not running) is not idle time anybody saw. The GPU header's "IDLE 12m",
-the idle banner, the idle money and `snapshot --json` all read this clock (through
-CostTracker and the Collector), so they never disagree.
+(`machine_idle`); never while a training sets up before its status.json
+(core.machine.setup_procs: the Collector tells the cost tracker). Idle time is counted
+between two samples that are both idle, at most GAP_CAP_S per gap: a gap in sampling (a
+suspended laptop, a stalled refresh, the app not running) is not idle time anybody saw.
+The GPU header's "IDLE 12m", the idle banner, the idle money and `snapshot --json` all read
+this clock (through CostTracker and the Collector), so they never disagree.
 """
 
 from __future__ import annotations

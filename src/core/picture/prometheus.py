@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..base.text import printable
+from ..machine.gpu_health import CLOCK_EVENT_NAMES
 from ..model.snapshot import RunInfo, Snapshot
 from .cost import run_spent
 from .idle import machine_idle
@@ -85,6 +86,36 @@ METRICS: tuple[Metric, ...] = (
     _m("rgpu_gpu_temperature_celsius", "gpu", "GPU temperature."),
     _m("rgpu_gpu_power_watts", "gpu", "GPU power draw."),
     _m("rgpu_gpu_run", "gpu run", "1 for each GPU a run's processes use."),
+    # GPU health (core.machine.gpu_health): what explains a slow epoch
+    _m(
+        "rgpu_gpu_clock_event_active",
+        "gpu reason",
+        "1 while NVML's clock-event (throttle) reason is active, else 0: gpu_idle, "
+        "applications_clocks, sw_power_cap, hw_slowdown, sync_boost, sw_thermal, hw_thermal, "
+        "hw_power_brake, display_clocks.",
+    ),
+    _m("rgpu_gpu_clock_hertz", "gpu clock", 'The current clock; clock is "sm" or "memory".'),
+    _m("rgpu_gpu_clock_max_hertz", "gpu clock", 'The maximum clock; clock is "sm" or "memory".'),
+    _m("rgpu_gpu_pcie_link_generation", "gpu", "The PCIe link's current generation."),
+    _m("rgpu_gpu_pcie_link_generation_max", "gpu", "The PCIe link's maximum generation."),
+    _m("rgpu_gpu_pcie_link_width", "gpu", "The PCIe link's current width (lanes)."),
+    _m("rgpu_gpu_pcie_link_width_max", "gpu", "The PCIe link's maximum width (lanes)."),
+    _m(
+        "rgpu_gpu_pcie_throughput_bytes_per_second",
+        "gpu direction",
+        'PCIe throughput; direction is "tx" or "rx" (NVML\'s 20 ms sample).',
+    ),
+    _m(
+        "rgpu_gpu_ecc_errors",
+        "gpu type",
+        'ECC errors since the driver loaded (volatile); type is "corrected" or "uncorrected".',
+    ),
+    _m("rgpu_gpu_retired_pages", "gpu", "Memory pages retired (both causes)."),
+    _m("rgpu_gpu_remapped_rows", "gpu", "Memory rows remapped (corrected and uncorrected)."),
+    _m("rgpu_gpu_remap_pending", "gpu", "1 when a row remap or page retirement waits for a reset."),
+    _m("rgpu_gpu_xid_errors", "gpu", "XID errors seen (NVML events) since the exporter started."),
+    _m("rgpu_gpu_fan_ratio", "gpu", "Fan speed, 0 to 1 of its maximum."),
+    _m("rgpu_gpu_pstate", "gpu", "The performance state: 0 (P0, the fastest) to 15."),
     _m(
         "rgpu_gpu_source_info",
         "source",
@@ -197,6 +228,41 @@ def _gpus(fam: dict[str, Family], snap: Snapshot, labels: dict[str, str]) -> Non
         for run_dir in sorted(set(d.runs)):
             run = labels.get(run_dir) or printable(os.path.relpath(run_dir, snap.root))
             fam["rgpu_gpu_run"].add((gpu, run), 1)
+        _health(fam, d, gpu)
+
+
+def _health(fam: dict[str, Family], d, gpu: str) -> None:
+    """The health families of one GPU; what NVML did not give is absent."""
+    if d.clock_events is not None:
+        for reason in CLOCK_EVENT_NAMES:
+            fam["rgpu_gpu_clock_event_active"].add((gpu, reason), reason in d.clock_events)
+    for clock, now, most in (
+        ("sm", d.sm_clock_mhz, d.sm_clock_max_mhz),
+        ("memory", d.mem_clock_mhz, d.mem_clock_max_mhz),
+    ):
+        fam["rgpu_gpu_clock_hertz"].add((gpu, clock), _hertz(now))
+        fam["rgpu_gpu_clock_max_hertz"].add((gpu, clock), _hertz(most))
+    fam["rgpu_gpu_pcie_link_generation"].add((gpu,), d.pcie_gen)
+    fam["rgpu_gpu_pcie_link_generation_max"].add((gpu,), d.pcie_gen_max)
+    fam["rgpu_gpu_pcie_link_width"].add((gpu,), d.pcie_width)
+    fam["rgpu_gpu_pcie_link_width_max"].add((gpu,), d.pcie_width_max)
+    for direction, kbs in (("tx", d.pcie_tx_kbs), ("rx", d.pcie_rx_kbs)):
+        value = kbs * 1024 if kbs is not None else None
+        fam["rgpu_gpu_pcie_throughput_bytes_per_second"].add((gpu, direction), value)
+    fam["rgpu_gpu_ecc_errors"].add((gpu, "corrected"), d.ecc_corrected)
+    fam["rgpu_gpu_ecc_errors"].add((gpu, "uncorrected"), d.ecc_uncorrected)
+    fam["rgpu_gpu_retired_pages"].add((gpu,), d.retired_pages)
+    fam["rgpu_gpu_remapped_rows"].add((gpu,), d.remapped_rows)
+    fam["rgpu_gpu_remap_pending"].add((gpu,), d.remap_pending)
+    fam["rgpu_gpu_xid_errors"].add((gpu,), d.xid_count)
+    fan = d.fan_percent / 100 if d.fan_percent is not None else None
+    fam["rgpu_gpu_fan_ratio"].add((gpu,), fan)
+    pstate = d.pstate[1:] if d.pstate and d.pstate[1:].isdigit() else None
+    fam["rgpu_gpu_pstate"].add((gpu,), int(pstate) if pstate is not None else None)
+
+
+def _hertz(mhz: float | None) -> float | None:
+    return mhz * 1e6 if mhz is not None else None
 
 
 def _bytes(mib: float | None) -> float | None:
@@ -209,7 +275,7 @@ def _machine(fam: dict[str, Family], snap: Snapshot) -> None:
         fam["rgpu_machine_price_dollars_per_hour"].add((), c.price_per_hour)
         fam["rgpu_machine_spent_dollars"].add((), c.spent)
         idle_s, idle_dollars = c.idle_now_seconds, c.idle_now_spent
-        if idle_s is None and not machine_idle(snap.runs, snap.gpus):
+        if idle_s is None and (snap.setup or not machine_idle(snap.runs, snap.gpus)):
             idle_s = 0.0  # busy: known not idle
             idle_dollars = 0.0 if c.price_per_hour is not None else None
         fam["rgpu_machine_idle_seconds"].add((), idle_s)

@@ -113,7 +113,7 @@ def system_to_json(s: SystemView) -> dict:
 
 def cost_to_json(c: CostView) -> dict:
     out = asdict(c)
-    for key in ("billing_started_at", "balance_runs_out_at"):
+    for key in ("billing_started_at", "balance_runs_out_at", "price_read_at"):
         if out[key] is not None:
             out[key] = iso(out[key])
     return _clean(out)
@@ -175,6 +175,10 @@ def snapshot_to_json(s: Snapshot) -> dict:
             "pushes": pushes,
             "autostop": autostop_to_json(s.autostop) if s.autostop is not None else None,
             "charts": [chart_to_json(c) for c in s.charts],
+            "setup": [
+                {**asdict(p), "started_at": iso(p.started_at) if p.started_at else None}
+                for p in s.setup
+            ],
         }
     )
 

@@ -10,6 +10,7 @@ import os
 
 from ..base.formatting import fmt_bytes, fmt_bytes_of, fmt_duration, fmt_eta, fmt_number, iso
 from ..base.text import printable
+from ..machine.setup_procs import setup_text
 from ..model.snapshot import GpuProcess, GpuView, RunInfo, Snapshot, SystemView
 from ..run.discovery import deep_dirs_text
 
@@ -111,6 +112,7 @@ def snapshot_to_text(s: Snapshot) -> str:
         out.extend(system_to_text(s.system))
     if s.problem:
         out.append(s.problem)
+    out.extend(setup_text(s.setup, s.generated_at))
     for r in s.runs:
         pct = "   ?" if r.progress is None else f"{r.progress * 100:3.0f}%"
         eta = fmt_eta(r.eta_seconds, r.eta_overdue_seconds)

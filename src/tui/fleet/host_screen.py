@@ -248,7 +248,7 @@ class HostScreen(RemoteRunActions, PushActions, ChartActions, Screen):
         self.runs_list.show_runs(
             runs, self.wanted, snap.deep_dirs_skipped, self.app.host_marks(self.host)
         )
-        self.gpu_pane.show(snap.gpus, snap.system, runs)
+        self.gpu_pane.show(snap.gpus, snap.system, runs, snap.setup, snap.generated_at)
         self.cost_strip.show(snap.cost)
         self.idle_banner.show(snap.cost, snap.gpus)
         self.autostop_line.show(snap.autostop)

@@ -8,6 +8,7 @@ from textual.widget import Widget
 from ...core.base.formatting import fmt_money, fmt_price, fmt_rate
 from ...core.model.snapshot import CostView, GpuView
 from ...core.picture.cost import no_price_text
+from ...core.picture.price import age_text
 from .lines import LinePane, cut_words
 
 
@@ -30,12 +31,17 @@ def strip_text(
     line = Text(no_wrap=True, overflow="ellipsis")
     if c is None:
         return line
+    if not c.configured and c.price_problem:  # price_command is set: say what it did
+        line.append("No price: " + c.price_problem, style="italic")
+        return line if width is None else cut_words(line, width)
     if not c.configured:
         forms = no_price_forms(config_file)
         fits = [f for f in forms if width is None or len(f) <= width]
         line.append(fits[0] if fits else forms[-1], style="italic")
         return line if width is None else cut_words(line, width)
     line.append(fmt_rate(c.price_per_hour), style="bold")
+    if c.price_read_at is not None and c.price_age_seconds is not None:  # from the provider
+        line.append(f" (price_command, {age_text(c.price_age_seconds)})", style="dim")
     line.append(f"  spent {fmt_money(c.spent)}")
     if c.run_spent is not None:
         line.append(f"  run {fmt_money(c.run_spent)}")

@@ -2,7 +2,11 @@
 
 At 80 columns a GPU row is: index, short name, utilisation bar and %, memory
 used/total, temperature, power, and the run it works for. From WIDE columns on,
-each row adds the utilisation history sparkline and the process list. Unknown
+each row adds the utilisation history sparkline and the process list; from a 120-column
+screen (HEALTH_FROM) a health row goes under it (`health_rows`, two when one is too narrow:
+what slows it, clocks against their maximum, the PCIe link and its throughput, P-state,
+fan, ECC, retired pages and remapped rows, XID errors; for more than HEALTH_ALL_GPUS GPUs
+only the rows of GPUs with something wrong). Unknown
 values read "N/A" at the same width, so columns never shift or get cut mid-number.
 """
 
@@ -14,12 +18,22 @@ from rich.text import Text
 
 from ...core.base.formatting import fmt_bytes, fmt_bytes_of, fmt_duration
 from ...core.base.text import printable
-from ...core.model.snapshot import GpuDevice, GpuProcess, GpuView, RunInfo, SystemView
+from ...core.machine.gpu_health import slowdown_reason
+from ...core.model.snapshot import (
+    GpuDevice,
+    GpuProcess,
+    GpuView,
+    RunInfo,
+    SetupProcess,
+    SystemView,
+)
 from .lines import LinePane, cut_words
 from .metrics import sparkline
 from .run_header import text_bar
 
 WIDE = 120
+HEALTH_FROM = WIDE - 2  # a 120-column screen: the pane's padding leaves it 118
+HEALTH_ALL_GPUS = 4  # up to this many GPUs, each has its health row; above, only the sick
 
 
 def short_gpu_name(name: str | None) -> str:
@@ -144,6 +158,76 @@ def gpu_row(
     return row
 
 
+def _pair(now: float | None, most: float | None, fmt: str = ".0f") -> str:
+    if now is None:
+        return "N/A"
+    return f"{now:{fmt}}/{most:{fmt}}" if most is not None else f"{now:{fmt}}/N/A"
+
+
+def _count(value: int | None) -> str:
+    return "N/A" if value is None else str(value)
+
+
+def health_trouble(d: GpuDevice) -> bool:
+    """Something on this GPU needs a look: a slowdown, memory errors, XID errors."""
+    return bool(slowdown_reason(d) or d.ecc_uncorrected or d.remap_pending or d.xid_count)
+
+
+def health_rows(d: GpuDevice, width: int) -> list[Text]:
+    """'   XID 0 · ECC 0/0 retired 0 remap 0 · PCIe 4x16/4x16 ↑2.3 ↓26.0MB/s · SM 2520/2790
+    mem 10501/10501MHz · P2 fan 45%', after what slows it (bold yellow) when known; the
+    parts most worth a look first, and those that do not fit `width` on a second row."""
+    parts: list[tuple[str, str]] = []
+    reason = slowdown_reason(d)
+    if reason:
+        parts.append((reason, "bold yellow"))
+    xid = f"XID {_count(d.xid_count)}"
+    if d.xid_count and d.xid_last is not None:
+        xid += f" (last {d.xid_last})"
+    parts.append((xid, "bold red" if d.xid_count else ""))
+    ecc = "N/A"
+    if d.ecc_corrected is not None or d.ecc_uncorrected is not None:
+        ecc = f"{_count(d.ecc_corrected)}/{_count(d.ecc_uncorrected)}"
+    mem = f"ECC {ecc} retired {_count(d.retired_pages)} remap {_count(d.remapped_rows)}"
+    if d.remap_pending:
+        mem += " (reset pending)"
+    parts.append((mem, "bold red" if d.ecc_uncorrected or d.remap_pending else ""))
+    if d.pcie_gen is not None and d.pcie_width is not None:
+        link = f"PCIe {d.pcie_gen}x{d.pcie_width}"
+        if d.pcie_gen_max is not None and d.pcie_width_max is not None:
+            link += f"/{d.pcie_gen_max}x{d.pcie_width_max}"
+    else:
+        link = "PCIe N/A"
+    if d.pcie_tx_kbs is not None and d.pcie_rx_kbs is not None:
+        link += f" ↑{d.pcie_tx_kbs / 1024:.1f} ↓{d.pcie_rx_kbs / 1024:.1f}MB/s"
+    parts.append((link, ""))
+    clocks = (
+        f"SM {_pair(d.sm_clock_mhz, d.sm_clock_max_mhz)} "
+        f"mem {_pair(d.mem_clock_mhz, d.mem_clock_max_mhz)}"
+        + ("MHz" if d.sm_clock_mhz is not None or d.mem_clock_mhz is not None else "")
+    )
+    parts.append((clocks, ""))
+    fan = "N/A" if d.fan_percent is None else f"{d.fan_percent:.0f}%"
+    parts.append((f"{d.pstate or 'P-state N/A'} fan {fan}", ""))
+    rows = [Text("   ", no_wrap=True, overflow="ellipsis")]
+    for text, style in parts:
+        row = rows[-1]
+        sep = " · " if row.cell_len > 3 else ""
+        if sep and row.cell_len + len(sep) + len(text) > width:  # on a second row
+            row = Text("   ", no_wrap=True, overflow="ellipsis")
+            rows.append(row)
+            sep = ""
+        row.append(sep)
+        row.append(text, style=style)
+    return rows
+
+
+def _minutes(now: float | None, started_at: float | None) -> int | None:
+    if now is None or started_at is None:
+        return None
+    return int(max(now - started_at, 0.0) // 60)
+
+
 class GpuPane(LinePane):
     """Repaints only the cells that changed, and only when its slice (GPUs, system, run
     names, idle minutes) changed."""
@@ -159,22 +243,29 @@ class GpuPane(LinePane):
         self._gpus: GpuView | None = None
         self._system: SystemView | None = None
         self._names: dict[str, str] = {}
+        self._setup: tuple = ()
 
     def show(
         self,
         gpus: GpuView | None,
         system: SystemView | None,
         runs: tuple[RunInfo, ...],
+        setup: tuple[SetupProcess, ...] = (),
+        now: float | None = None,
     ) -> None:
+        """`setup`: trainings setting up before their status.json (shown under the GPUs,
+        with their age in minutes at `now`)."""
         names = {r.run_dir: printable(r.name) for r in runs}
         idle_min = None
         if gpus is not None and gpus.idle and gpus.idle_seconds is not None:
             idle_min = int(gpus.idle_seconds // 60)
-        key = (gpus, system, tuple(sorted(names.items())), idle_min)
+        setup_rows = tuple((p.pid, p.command, p.why, _minutes(now, p.started_at)) for p in setup)
+        key = (gpus, system, tuple(sorted(names.items())), idle_min, setup_rows)
         if key == self._key:
             return
         self._key = key
         self._gpus, self._system, self._names = gpus, system, names
+        self._setup = setup_rows
         self.repaint_rows()
 
     def build_rows(self, width: int) -> list[Text]:
@@ -206,7 +297,18 @@ class GpuPane(LinePane):
             sep = "  "
         if g is not None and g.available:
             name_w = min(max((len(short_gpu_name(d.name)) for d in g.devices), default=3), 12)
-            lines.extend(gpu_row(d, self._names, width, name_w, g.simulated) for d in g.devices)
+            every = len(g.devices) <= HEALTH_ALL_GPUS
+            for d in g.devices:
+                lines.append(gpu_row(d, self._names, width, name_w, g.simulated))
+                if width >= HEALTH_FROM and d.state == "ok" and (every or health_trouble(d)):
+                    lines.extend(health_rows(d, width))
+        for pid, command, why, minutes in self._setup:  # busy: no status.json yet
+            row = Text(no_wrap=True, overflow="ellipsis")
+            row.append("SETTING UP", style="bold black on cyan")
+            age = f" {minutes}m" if minutes is not None else ""
+            row.append(f"{age} ({why}, no status.json yet: not idle)", style="bold")
+            row.append(f" pid {pid} {command}")
+            lines.append(cut_words(row, width))
         warnings = list(g.warnings if g is not None else ()) + list(s.warnings if s else ())
         for w in warnings:
             row = Text(w, style="bold yellow", no_wrap=True, overflow="ellipsis")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from rgpu_tui.core.away.autostop import HELD_REPEAT_S, Autostop
 from rgpu_tui.core.away.events import EventEngine
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.hub.weights_safety import HubCheck, HubFile, WeightsChecker
+from rgpu_tui.core.machine.setup_procs import SetupWatcher
 from rgpu_tui.core.model.snapshot import CostView, RunInfo, Snapshot
+from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.core.records.autostop_files import AutostopFiles, Hold, someone_holds
 
 NOW = 1_800_000_000.0
@@ -470,3 +473,48 @@ def test_the_token_reaches_no_record_plan_or_message(rig, tmp_path: Path) -> Non
     assert token not in said  # (a message is cut at 400 characters: the root's path is long)
     for text in (Path(r.files.record).read_text(), Path(r.files.plan).read_text()):
         assert token not in text and "***" in text
+
+
+def test_a_training_setting_up_keeps_autostop_waiting(rig, tmp_path: Path) -> None:
+    """Issue 32, item 3: `libreyolo train` started by hand, still caching its dataset (no
+    status.json, GPUs at 0%), is a real process here; the Collector's snapshots read busy and
+    autostop waits; once it is gone the machine idles and autostop runs after its minutes."""
+    r = rig()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "libreyolo").write_text(
+        f"#!{sys.executable}\nimport time\nprint('ready', flush=True)\ntime.sleep(600)\n"
+    )
+    (bin_dir / "libreyolo").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}
+    train = subprocess.Popen(
+        ["libreyolo", "train", "data=coco8.yaml"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    collector = Collector(str(r.root), fake_gpus=1, setup=SetupWatcher(rescan_s=0))
+
+    def step(t: float) -> str:
+        r.autostop.step(collector.refresh(now=t))
+        return r.autostop.phase
+
+    try:
+        assert train.stdout.readline().strip() == "ready"
+        assert [step(NOW + t) for t in range(0, 1260, 60)] == ["busy"] * 21  # 20 min
+        assert r.ran() == [] and r.named("autostop") == []
+        train.kill()
+        train.wait(10)
+        # the idle clock counts at most 120 s a gap: a look a minute, as a watcher does
+        assert [step(NOW + 1260 + t) for t in range(0, 600, 60)] == ["counting"] * 10
+        t = NOW + 1260 + LIMIT_MIN * 60
+        for _ in range(50):
+            phase = step(t)
+            if phase not in ("checking", "running"):
+                break
+            r.checker.wait_idle(10)
+            assert r.autostop.wait_command(30)
+        assert phase == "ran" and r.ran() == [["stop", "pod-42"]]
+    finally:
+        if train.poll() is None:
+            train.kill()
+        train.wait(10)
+        train.stdout.close()
+        collector.close()

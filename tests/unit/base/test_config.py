@@ -137,6 +137,7 @@ PARSED_VALUES = {
     "notify_new_best": ("yes", True),
     "autostop_trust_records": ("on", True),
     "autostop_command": ('["stop", "$ID"]', ("stop", "$ID")),
+    "price_command": ('["vastai", "show", "$ID"]', ("vastai", "show", "$ID")),
     "auto_push_files": ("best,last", ("best", "last")),
 }
 
