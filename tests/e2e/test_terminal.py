@@ -140,7 +140,7 @@ def test_no_terminal_exits_at_once(tmp_path, stdin_tty, stdout_tty, missing) -> 
 
 
 def test_no_terminal_on_stderr_alone_exits_at_once(tmp_path) -> None:
-    """Issue 29 item 19: stdin and stdout a terminal, stderr a file (`rgpu-tui 2>err.log`):
+    """Stdin and stdout a terminal, stderr a file (`rgpu-tui 2>err.log`):
     Textual draws on stderr, so the app cannot start either; the one line goes to that
     file, the terminal gets nothing (no alternate screen), and it exits 2 at once."""
     root = tmp_path / "runs"
@@ -155,7 +155,8 @@ def test_no_terminal_on_stderr_alone_exits_at_once(tmp_path) -> None:
     lines = _refusal_lines(said)
     assert len(lines) == 1, lines
     assert "the app needs a terminal, and stderr is not one" in lines[0]
-    assert "`rgpu-tui snapshot`" in lines[0] and "`rgpu-tui watch`" in lines[0]
+    cmd = command_for(str(RGPU_TUI), env.get("PATH"))  # as this shell finds it
+    assert f"`{cmd} snapshot`" in lines[0] and f"`{cmd} watch`" in lines[0]
     assert "\x1b[?1049h" not in out and not out.strip(), out
     assert cpu < 10.0
 
