@@ -49,8 +49,8 @@ def cmd_agent(argv: list[str]) -> int:
         return 2
     settings, choice = got
 
+    from ..core.away.headless import Stop
     from ..core.away.price_feed import price_feed
-    from ..core.base.headless import Stop
     from ..core.fleet.agent import Agent, LineWriter
     from ..core.picture.collect import Collector
     from ..core.picture.snapshot_json import LOG_TAIL_LEN

@@ -76,8 +76,8 @@ def cmd_exporter(argv: list[str]) -> int:
         return 2
     settings, choice = got
 
+    from ..core.away.headless import Stop
     from ..core.away.price_feed import price_feed
-    from ..core.base.headless import Stop
     from ..core.base.text import printable
     from ..core.picture.collect import Collector
     from ..core.picture.exporter_feed import MetricsFeed

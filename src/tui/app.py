@@ -28,6 +28,7 @@ from ..core.model.snapshot import Snapshot
 from ..core.picture.chart_layout import ShownRun, run_colours
 from ..core.picture.charts import ChartRequest, run_label
 from ..core.picture.collect import Collector
+from ..core.picture.refresh import RefreshDriver
 from . import compat
 from .actions.charts import CHART_BINDINGS, ChartActions
 from .actions.push import PushActions
@@ -124,6 +125,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
         self.refresh_error: str | None = None
         self._lock = threading.Lock()
         self._refresher = Refresher(self._build_snapshot, period=interval)
+        self._refreshes = RefreshDriver(self.collector, clock=clock)  # the one failure rule
         if theme_name:
             if theme_name not in self.available_themes:
                 names = ", ".join(sorted(self.available_themes))
@@ -171,13 +173,10 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
     def _build_snapshot(self) -> None:
         """On the refresher's thread."""
         selected = self.selected
-        try:
-            with self._lock:
-                snap = self.collector.refresh(
-                    now=self.clock(), selected=selected, charts=self._chart_request
-                )
-        except Exception as exc:  # a reader bug must not take the UI down
-            self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
+        with self._lock:
+            snap = self._refreshes.refresh(selected=selected, charts=self._chart_request)
+        if snap is None:  # a reader bug must not take the UI down: said, the last one stays
+            self.post_message(RefreshFailed(self._refreshes.failure))
             return
         if self.settings.auto_push != "off":
             with self._lock:

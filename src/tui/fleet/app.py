@@ -21,8 +21,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from ...core.fleet.fleet_summary import summarize
-from ...core.fleet.snapshot_from_json import SnapshotJsonError, snapshot_from_json
+from ...core.fleet.fleet_summary import read_snapshot, summarize
 from .. import compat
 from ..app_rules import AppRules
 from ..screens.dialogs import ReportScreen
@@ -136,16 +135,9 @@ class FleetApp(AppRules, FleetCommands, FleetCharts, App[int]):
         if cached is not None and cached[0] is doc:
             snap, error = cached[1], cached[2]
         else:
-            snap, error = None, None
-            if doc is not None:
-                try:
-                    snap = snapshot_from_json(doc)
-                except SnapshotJsonError as exc:
-                    error = f"its snapshot is unreadable: {exc}"
-                except Exception as exc:  # a bug here must not take the fleet down
-                    error = f"its snapshot is unreadable: {type(exc).__name__}: {exc}"
-                if snap is None and cached is not None:
-                    snap = cached[1]  # keep the last good one on screen
+            snap, error = read_snapshot(doc)
+            if snap is None and doc is not None and cached is not None:
+                snap = cached[1]  # keep the last good one on screen
             with self._converting:
                 self._converted[link.name] = (doc, snap, error)
         self.post_from_thread(HostChanged(HostView(state, snap, error)))
