@@ -43,7 +43,7 @@ def cmd_snapshot(argv: list[str]) -> int:
     from ..core.away.price_feed import price_feed
     from ..core.picture.collect import Collector
     from ..core.picture.snapshot_json import snapshot_to_json
-    from ..core.picture.snapshot_text import snapshot_to_text
+    from ..core.render.snapshot_text import snapshot_to_text
 
     choice = gpu_source_or_none(args)
     if choice is None:

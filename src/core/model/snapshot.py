@@ -2,7 +2,7 @@
 
 Built by `watch.RunsWatcher`, rendered by the app, printed by
 `rgpu-tui snapshot` (as JSON through core.picture.snapshot_json, or as text through
-core.picture.snapshot_text). Scripts, tests and the screen read the same object.
+core.render.snapshot_text). Scripts, tests and the screen read the same object.
 """
 
 from __future__ import annotations

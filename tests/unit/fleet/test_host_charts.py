@@ -14,11 +14,11 @@ import pytest
 
 from rgpu_tui.core.fleet.host_ranges import NOT_WHOLE
 from rgpu_tui.core.fleet.snapshot_from_json import snapshot_from_json
-from rgpu_tui.core.picture.chart_layout import ChartOptions, ShownRun, chart_json, chart_rows
 from rgpu_tui.core.picture.charts import ChartRequest
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.compare import compare_lines, compare_rows
 from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+from rgpu_tui.core.render.chart_layout import ChartOptions, ShownRun, chart_json, chart_rows
+from rgpu_tui.core.render.compare import compare_lines, compare_rows
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 

@@ -1,5 +1,5 @@
 """The chart view's data and layout: RunCharts built on request (core.picture.charts), the
-view's rows (core.picture.chart_layout), the compare table (core.picture.compare)."""
+view's rows (core.render.chart_layout), the compare table (core.render.compare)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from rgpu_tui.core.fleet.snapshot_from_json import snapshot_from_json
-from rgpu_tui.core.picture.chart_layout import (
+from rgpu_tui.core.picture.charts import ChartRequest, default_panels
+from rgpu_tui.core.picture.collect import Collector
+from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+from rgpu_tui.core.render.chart_layout import (
     COLOURS,
     ChartOptions,
     ShownRun,
@@ -22,10 +25,7 @@ from rgpu_tui.core.picture.chart_layout import (
     panel_metrics,
     run_colours,
 )
-from rgpu_tui.core.picture.charts import ChartRequest, default_panels
-from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.compare import compare_json, compare_lines, compare_rows, per_point
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+from rgpu_tui.core.render.compare import compare_json, compare_lines, compare_rows, per_point
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 

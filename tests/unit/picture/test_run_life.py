@@ -103,7 +103,7 @@ def test_an_ended_launch_stops_at_its_end_in_every_later_look(tmp_path: Path) ->
 def test_the_header_the_text_and_the_events_say_the_sum(tmp_path: Path) -> None:
     """The text snapshot lists the attempts; run_dead says the time of all of them."""
     from rgpu_tui.core.away.events import EventEngine
-    from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
+    from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 
     project = tmp_path / "runs"
     t0 = time.time() - 3600

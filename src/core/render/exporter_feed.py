@@ -3,7 +3,7 @@ holding a scrape up for a slow disk.
 
 A thread of its own refreshes the Collector (the app's: runs, GPUs, system, cost) and the
 weights verdicts (core.records.push_records.UnpushedWeights) and turns the Snapshot into
-families (core.picture.prometheus). It refreshes when asked and only then, so an exporter
+families (core.render.prometheus). It refreshes when asked and only then, so an exporter
 nobody scrapes does no work: `latest()` (a scrape) asks for a refresh when the newest
 Snapshot is `min_age` (1 s) old or older, and waits for it at most `wait` seconds counted
 from when that refresh began; then it serves the newest families it has, however old. So a
@@ -21,9 +21,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..picture.refresh import RefreshDriver
 from ..records.push_records import UnpushedWeights
 from .prometheus import Family, families
-from .refresh import RefreshDriver
 
 MIN_AGE_S = 1.0  # a Snapshot younger than this is served as it is
 WAIT_S = 0.5  # a scrape waits at most this long (from the refresh's start) for a fresh one
