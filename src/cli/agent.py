@@ -52,8 +52,8 @@ def cmd_agent(argv: list[str]) -> int:
     from ..core.away.headless import Stop
     from ..core.away.price_feed import price_feed
     from ..core.fleet.agent import Agent, LineWriter
+    from ..core.model.snapshot_json import LOG_TAIL_LEN
     from ..core.picture.collect import Collector
-    from ..core.picture.snapshot_json import LOG_TAIL_LEN
 
     # the fleet quotes ROOT for the remote shell, so a ~ arrives as typed
     root = os.path.abspath(os.path.expanduser(args.path))

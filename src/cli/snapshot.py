@@ -41,8 +41,8 @@ def _snapshot_parser() -> argparse.ArgumentParser:
 def cmd_snapshot(argv: list[str]) -> int:
     args = _snapshot_parser().parse_args(argv)
     from ..core.away.price_feed import price_feed
+    from ..core.model.snapshot_json import snapshot_to_json
     from ..core.picture.collect import Collector
-    from ..core.picture.snapshot_json import snapshot_to_json
     from ..core.render.snapshot_text import snapshot_to_text
 
     choice = gpu_source_or_none(args)
@@ -108,8 +108,8 @@ def cmd_cost(argv: list[str]) -> int:
     settings, choice = got
     from ..core.away.price_feed import price_feed
     from ..core.machine.gpu import GpuMonitor
+    from ..core.model.snapshot_json import cost_to_json
     from ..core.picture.cost import cost_once, cost_to_text, disk_gb_for, disk_view
-    from ..core.picture.snapshot_json import cost_to_json
 
     now = time.time()
     runs, run = (), None

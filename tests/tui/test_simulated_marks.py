@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from rgpu_tui.cli import fleet as fleet_cli
 from rgpu_tui.core.fleet.fleet_summary import HostSummary, summarize, totals
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.tui.fleet.table import cells, totals_text
 from rgpu_tui.tui.widgets.gpus import gpu_row
 

@@ -67,8 +67,8 @@ from dataclasses import replace
 
 from ..base.values import value_text
 from ..model.snapshot import SCHEMA_VERSION
+from ..model.snapshot_json import snapshot_to_json
 from ..picture.refresh import RefreshDriver, one_line
-from ..picture.snapshot_json import snapshot_to_json
 from .delta import diff
 
 HEARTBEAT_S = 10.0  # at most this long without a line

@@ -1,5 +1,5 @@
 """One line of the fleet's hosts table, and its totals, from each host's state (a
-core.fleet.fleet.HostState) and its Snapshot (core.fleet.snapshot_from_json): the screen's
+core.fleet.fleet.HostState) and its Snapshot (core.fleet.host_ranges.host_snapshot): the screen's
 table and `rgpu-tui fleet --once` print these same rows.
 
 Only what the host's snapshot says: a number it does not give is None here, and the
@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.snapshot import AutostopPlan, Snapshot
-from .snapshot_from_json import SnapshotJsonError, snapshot_from_json
+from ..model.snapshot_from_json import SnapshotJsonError
+from .host_ranges import host_snapshot
 
 STATE_ORDER = (
     "running",
@@ -64,11 +65,11 @@ class HostSummary:
 
 def read_snapshot(doc) -> tuple[Snapshot | None, str | None]:
     """A host's snapshot document as dataclasses, its numbers held to the local ranges
-    (core.fleet.host_ranges); or None and why it is unreadable (one line)."""
+    (core.fleet.host_ranges.host_snapshot); or None and why it is unreadable (one line)."""
     if doc is None:
         return None, None
     try:
-        return snapshot_from_json(doc), None
+        return host_snapshot(doc), None
     except SnapshotJsonError as exc:
         return None, f"its snapshot is unreadable: {exc}"
     except Exception as exc:  # a bug here must not take the fleet down

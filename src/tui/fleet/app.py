@@ -4,7 +4,7 @@ comes back, `q` quits.
 
 The links (core.fleet.fleet.HostLink, one ssh each) read on threads of their own and call
 `on_change`; here that turns the host's Snapshot JSON into dataclasses
-(core.fleet.snapshot_from_json, on the link's thread, only when the document changed) and
+(core.fleet.fleet_summary.read_snapshot, on the link's thread, only when the document changed) and
 posts a HostChanged. The UI thread only hands the table and the open host screen what
 changed; it never waits on a link. A command's Future calls back on the link's thread
 and posts its answer the same way (tui.fleet.remote).

@@ -10,8 +10,8 @@ import time
 from types import SimpleNamespace
 
 from rgpu_tui.cli.fleet import table
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 
 
 def _state(name: str, doc) -> SimpleNamespace:

@@ -32,8 +32,8 @@ from rgpu_tui.core.model.snapshot import (
     GpuView,
     SystemView,
 )
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.cost import cost_to_text
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.watch import RunsWatcher
 from rgpu_tui.core.render.snapshot_text import gpus_to_text, snapshot_to_text, system_to_text
 from rgpu_tui.tui.inert import inert, inert_body

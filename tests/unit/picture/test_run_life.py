@@ -13,9 +13,9 @@ import pytest
 from support.resumed_run import dead_pid, iso, killed_and_resumed
 
 from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.core.picture.cost import cost_once
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.watch import RunsWatcher
 
 

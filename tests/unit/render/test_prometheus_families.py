@@ -17,8 +17,8 @@ import pytest
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.base.values import parse_time
 from rgpu_tui.core.model.snapshot import CostView, GpuDevice, GpuView, RunInfo, Snapshot
+from rgpu_tui.core.model.snapshot_json import run_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.snapshot_json import run_to_json
 from rgpu_tui.core.render.prometheus import METRICS, families, run_labels
 
 from ..helpers import SAMPLE_RUN, iso_utc
