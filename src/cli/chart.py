@@ -15,9 +15,8 @@ import shutil
 import sys
 import time
 
-from ..core.base.config import add_settings_flags
 from .numbers import OneLineParser, number
-from .options import settings_or_none
+from .options import add_settings_flags, settings_or_none
 from .output import styled_stdout
 
 MAX_RUNS = 6

@@ -21,11 +21,10 @@ import os
 import sys
 import threading
 
-from ..core.base.config import add_settings_flags
 from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
 from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser
-from .options import DEFAULT_ROOT
+from .options import DEFAULT_ROOT, add_settings_flags
 
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_EXPORTER_PORT}"
 FIRST_REFRESH_WAIT_S = 10.0  # the first Snapshot before listening (a hung disk: listen anyway)

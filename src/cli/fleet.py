@@ -1,6 +1,6 @@
 """`rgpu-tui fleet [HOST[:ROOT]]...`: every machine at once, over SSH.
 
-Each host is one `ssh ... HOST rgpu-tui agent ROOT` (core.base.hosts builds the argv,
+Each host is one `ssh ... HOST rgpu-tui agent ROOT` (core.fleet.ssh builds the argv,
 core.fleet.fleet keeps the link); the hosts come from the arguments or the config's [[hosts]]
 tables.
 In a terminal it opens the fleet's screen (tui.fleet: a live hosts table, `enter` for a
@@ -14,12 +14,12 @@ import json
 import os
 import sys
 
-from ..core.base.config import add_settings_flags, default_config_path
+from ..core.base.config import default_config_path
 from ..core.base.invocation import command
 from ..core.fleet.fleet_summary import read_snapshot, summarize
 from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
 from .numbers import OneLineParser, number
-from .options import settings_or_none
+from .options import add_settings_flags, settings_or_none
 
 CONNECT_TIMEOUT_RANGE = (1.0, 300.0)  # seconds
 DEFAULT_CONNECT_TIMEOUT = 10.0

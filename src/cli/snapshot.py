@@ -9,9 +9,8 @@ import os
 import sys
 import time
 
-from ..core.base.config import add_settings_flags
 from .gpus import add_gpu_source_flags, gpu_source_or_none, settings_and_gpu_source
-from .options import DEFAULT_ROOT, settings_or_none
+from .options import DEFAULT_ROOT, add_settings_flags, settings_or_none
 
 
 def _snapshot_parser() -> argparse.ArgumentParser:

@@ -22,11 +22,10 @@ import os
 import sys
 import threading
 
-from ..core.base.config import add_settings_flags
 from .app import INTERVAL_RANGE
 from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser, number
-from .options import DEFAULT_ROOT
+from .options import DEFAULT_ROOT, add_settings_flags
 
 DEFAULT_INTERVAL = 2.0  # seconds; a death is told within two refreshes
 NOTIFY_DRAIN_S = 10.0  # on SIGTERM: queued notifications get this long to go out
