@@ -3,10 +3,10 @@
 
 1. **Render** (in this process): one 100x20 chart of 4 runs x 300 epochs (a loss-like
    curve each, a few gaps), median of `--repeat` draws: rgpu-tui's own braille renderer
-   (core.picture.chart_draw.draw_panel, with its rows turned into Rich Text as the app
+   (core.render.chart_draw.draw_panel, with its rows turned into Rich Text as the app
    paints them) against plotext (braille marker, its own axes and ticks; skipped when
    plotext is not installed), and the size of one ANSI frame of each (what a redraw would
-   send, 256 colours). Also the whole chart view at 120x40 (core.picture.chart_layout:
+   send, 256 colours). Also the whole chart view at 120x40 (core.render.chart_layout:
    4 panels, 4 runs) and the debiased EMA of 4 x 300 points.
 2. **Live** (`--live`): the real console script in a pseudo-terminal at 120x40 (as
    bench/bench_app.py: 8 simulated GPUs, a run replayed at one epoch every 2 s with 10 log
@@ -37,8 +37,8 @@ import bench_app
 import benchlib
 
 from rgpu_tui.core.model.snapshot import ChartSeries, RunChart
-from rgpu_tui.core.picture.chart_draw import Curve, XAxis, draw_panel
-from rgpu_tui.core.picture.chart_layout import COLOURS, ChartOptions, ShownRun, chart_rows, ema
+from rgpu_tui.core.render.chart_draw import Curve, XAxis, draw_panel
+from rgpu_tui.core.render.chart_layout import COLOURS, ChartOptions, ShownRun, chart_rows, ema
 
 BUDGET = {"cpu": 1.0, "bytes": 4096.0}
 

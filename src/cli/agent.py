@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import sys
 
-from ..core.base.config import add_settings_flags
 from .app import INTERVAL_RANGE
 from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser, number
-from .options import DEFAULT_ROOT
+from .options import DEFAULT_ROOT, add_settings_flags
 
 # twice the app's 1 s: the link budget (bench/bench_fleet.py: <= 2 KB/s per host with 8 GPUs
 # and a live run); `rgpu-tui agent --interval 1` in remote_command for the app's pace
@@ -49,11 +48,11 @@ def cmd_agent(argv: list[str]) -> int:
         return 2
     settings, choice = got
 
+    from ..core.away.headless import Stop
     from ..core.away.price_feed import price_feed
-    from ..core.base.headless import Stop
     from ..core.fleet.agent import Agent, LineWriter
+    from ..core.model.snapshot_json import LOG_TAIL_LEN
     from ..core.picture.collect import Collector
-    from ..core.picture.snapshot_json import LOG_TAIL_LEN
 
     # the fleet quotes ROOT for the remote shell, so a ~ arrives as typed
     root = os.path.abspath(os.path.expanduser(args.path))

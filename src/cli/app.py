@@ -8,12 +8,11 @@ import difflib
 import os
 import sys
 
-from ..core.base.config import add_settings_flags
 from ..core.base.invocation import command
 from ..core.base.text import printable
 from .gpus import add_gpu_source_flags, gpu_source
 from .numbers import OneLineParser, number
-from .options import DEFAULT_ROOT, settings_or_none
+from .options import DEFAULT_ROOT, add_settings_flags, settings_or_none
 
 INTERVAL_RANGE = (0.1, 3600.0)  # seconds between refreshes
 

@@ -2,7 +2,7 @@
 `rgpu-tui compare RUN_DIR...` (the compare table): the chart view of the app, printed once.
 
 Both read each run directory once (core.picture.charts.charts_once) and draw with the app's
-own code (core.picture.chart_layout, core.picture.compare). Colours only on a terminal
+own code (core.render.chart_layout, core.render.compare). Colours only on a terminal
 (never when piped, nor with NO_COLOR or TERM=dumb); run names and metric names are made
 printable before they are drawn.
 """
@@ -15,9 +15,8 @@ import shutil
 import sys
 import time
 
-from ..core.base.config import add_settings_flags
 from .numbers import OneLineParser, number
-from .options import settings_or_none
+from .options import add_settings_flags, settings_or_none
 from .output import styled_stdout
 
 MAX_RUNS = 6
@@ -75,15 +74,16 @@ def _compare_parser() -> OneLineParser:
 def _shown(args, settings, metrics=()):
     """(ShownRuns of the run directories, the columns `metrics` name), or None after a
     one-line error (an unknown metric name offers the nearest one)."""
-    from ..core.picture.chart_layout import ShownRun, run_colours
     from ..core.picture.charts import (
         MAX_METRICS,
         ChartRequest,
         charts_once,
+        charts_snapshot,
         metric_candidates,
         resolve_metrics,
         run_label,
     )
+    from ..core.render.chart_layout import run_colours, shown_run
 
     if len(args.run_dirs) > MAX_RUNS:
         print(f"rgpu-tui: at most {MAX_RUNS} runs at once", file=sys.stderr)
@@ -107,18 +107,12 @@ def _shown(args, settings, metrics=()):
     if len(set(labels)) < len(labels):  # two runs of the same name: their paths
         labels = [chart.run_dir for _i, chart in got]
     colours = run_colours(keys, labels)
+    snap = charts_snapshot(got, settings, time.time())  # the price: the snapshot's cost's
     runs = [
-        ShownRun(
-            key=chart.run_dir,
-            label=label,
-            chart=chart,
-            info=info,
-            price_per_hour=settings.price_per_hour,
-            colour=colours[chart.run_dir],
-        )
-        for (info, chart), label in zip(got, labels, strict=True)
+        shown_run(key, key, snap, colours[key], label=label)
+        for key, label in zip(keys, labels, strict=True)
     ]
-    return runs, names
+    return [run for run in runs if run is not None], names
 
 
 def _colour() -> bool:
@@ -154,7 +148,7 @@ def cmd_chart(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    from ..core.picture.chart_layout import (
+    from ..core.render.chart_layout import (
         ChartOptions,
         chart_json,
         chart_rows,
@@ -189,7 +183,7 @@ def cmd_compare(argv: list[str]) -> int:
     settings = settings_or_none(args)
     if settings is None:
         return 2
-    from ..core.picture.compare import compare_json, compare_lines, compare_rows
+    from ..core.render.compare import compare_json, compare_lines, compare_rows
 
     shown = _shown(args, settings)
     if shown is None:

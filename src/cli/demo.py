@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import sys
 
-from ..core.base.config import add_settings_flags
 from ..core.base.invocation import command
 from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser, number
+from .options import add_settings_flags
 
 DEMO_EPOCHS_RANGE = (1, 1000)
 

@@ -2,12 +2,13 @@
 
 `/metrics` in the Prometheus text format through prometheus_client: a registry of our own
 (no global state) holding one collector that serves the newest families of the refresher
-(core.picture.exporter_feed: the app's Collector, at most one read a second, a scrape never
-held up for long by a slow disk; the families and their contract are core.picture.prometheus).
+(core.render.exporter_feed: the app's Collector, at most one read a second, a scrape never
+held up for long by a slow disk; the families and their contract are core.render.prometheus).
 It binds loopback unless told otherwise (reach it over an SSH tunnel, or run Prometheus on
 the machine), answers `/` with one line and anything else with 404, and logs no request.
-The server is core.base.http_serve's: connections capped, a deadline for each request to
-arrive whole, a dropped client a rate-limited line at most.
+The server is core.render.metrics_app's (the WSGI app) over core.render.http_serve's
+(connections capped, a deadline for each request to arrive whole, a dropped client a
+rate-limited line at most).
 It reads only: it never pushes, notifies or stops. SIGINT and SIGTERM end it with status 0;
 a port it cannot bind ends it with status 1 and one line.
 """
@@ -17,16 +18,13 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
-import socket
 import sys
 import threading
 
-from ..core.base.config import add_settings_flags
-from ..core.base.http_serve import BoundedHTTPServer
 from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
 from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser
-from .options import DEFAULT_ROOT
+from .options import DEFAULT_ROOT, add_settings_flags
 
 DEFAULT_LISTEN = f"127.0.0.1:{DEFAULT_EXPORTER_PORT}"
 FIRST_REFRESH_WAIT_S = 10.0  # the first Snapshot before listening (a hung disk: listen anyway)
@@ -76,11 +74,12 @@ def cmd_exporter(argv: list[str]) -> int:
         return 2
     settings, choice = got
 
+    from ..core.away.headless import Stop
     from ..core.away.price_feed import price_feed
-    from ..core.base.headless import Stop
     from ..core.base.text import printable
     from ..core.picture.collect import Collector
-    from ..core.picture.exporter_feed import MetricsFeed
+    from ..core.render.exporter_feed import MetricsFeed
+    from ..core.render.metrics_app import make_server
 
     root = os.path.abspath(os.path.expanduser(args.path))
     host, port = args.listen
@@ -144,51 +143,3 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-# -- serving ----------------------------------------------------------------------------
-
-
-class _FeedCollector:
-    """A prometheus_client collector over the feed's newest families (gauges)."""
-
-    def __init__(self, feed) -> None:
-        self.feed = feed
-
-    def collect(self):
-        from prometheus_client.core import GaugeMetricFamily
-
-        for fam in self.feed.latest():
-            m = fam.metric
-            gauge = GaugeMetricFamily(m.name, m.help, labels=m.labels)
-            for labels, value in fam.samples:
-                gauge.add_metric(labels, value)
-            yield gauge
-
-
-def metrics_app(feed):
-    """The WSGI app: /metrics, a line at /, 404 elsewhere."""
-    from prometheus_client import CollectorRegistry, make_wsgi_app
-
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_FeedCollector(feed))
-    metrics = make_wsgi_app(registry)
-
-    def app(environ, start_response):
-        path = environ.get("PATH_INFO") or "/"
-        if path == "/metrics":
-            return metrics(environ, start_response)
-        status = "200 OK" if path == "/" else "404 Not Found"
-        start_response(status, [("Content-Type", "text/plain; charset=utf-8")])
-        return [b"rgpu-tui exporter: the metrics are at /metrics\n"]
-
-    return app
-
-
-def make_server(host: str, port: int, feed, log=None) -> BoundedHTTPServer:
-    """Bound and ready (serve_forever on a thread); OSError when it cannot bind. `log`:
-    where the rate-limited lines about dropped clients go (stderr by default)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    families = [info[0] for info in infos]  # "localhost": 127.0.0.1, what a target names
-    family = socket.AF_INET if socket.AF_INET in families else families[0]
-    return BoundedHTTPServer(host, port, metrics_app(feed), family=family, log=log)

@@ -1,6 +1,6 @@
 """`rgpu-tui fleet [HOST[:ROOT]]...`: every machine at once, over SSH.
 
-Each host is one `ssh ... HOST rgpu-tui agent ROOT` (core.base.hosts builds the argv,
+Each host is one `ssh ... HOST rgpu-tui agent ROOT` (core.fleet.ssh builds the argv,
 core.fleet.fleet keeps the link); the hosts come from the arguments or the config's [[hosts]]
 tables.
 In a terminal it opens the fleet's screen (tui.fleet: a live hosts table, `enter` for a
@@ -14,12 +14,12 @@ import json
 import os
 import sys
 
-from ..core.base.config import add_settings_flags, default_config_path
+from ..core.base.config import default_config_path
 from ..core.base.invocation import command
-from ..core.fleet.fleet_summary import STATE_ORDER, gpu_source_label
+from ..core.fleet.fleet_summary import read_snapshot, summarize
 from ..core.fleet.prometheus_targets import DEFAULT_EXPORTER_PORT
 from .numbers import OneLineParser, number
-from .options import settings_or_none
+from .options import add_settings_flags, settings_or_none
 
 CONNECT_TIMEOUT_RANGE = (1.0, 300.0)  # seconds
 DEFAULT_CONNECT_TIMEOUT = 10.0
@@ -170,45 +170,38 @@ def _screen(specs, args) -> int:
 # -- the table ------------------------------------------------------------------------
 
 
-def _gpus(snap: dict) -> str:
-    gpus = snap.get("gpus") or {}
-    if not gpus.get("available"):
+def _gpus(h) -> str:
+    if h.gpus is None:
         return "none"
-    devices = gpus.get("devices") or []
-    utils = [d["util_percent"] for d in devices if isinstance(d.get("util_percent"), (int, float))]
-    mean = f" {sum(utils) / len(utils):.0f}%" if utils else ""
-    label = gpu_source_label(gpus.get("source"))
-    return f"{len(devices)}{' ' + label if label else ''}{mean}"
+    label = f" {h.gpu_label}" if h.gpu_label else ""
+    mean = f" {h.gpu_util:.0f}%" if h.gpu_util is not None else ""
+    return f"{h.gpus}{label}{mean}"
 
 
-def _runs(snap: dict) -> str:
-    counts: dict[str, int] = {}
-    for run in snap.get("runs") or []:
-        state = run.get("state") if isinstance(run.get("state"), str) else "unknown"
-        counts[state] = counts.get(state, 0) + 1
-    if not counts:
-        return "no runs"
-    order = list(STATE_ORDER) + sorted(set(counts) - set(STATE_ORDER))
-    return ", ".join(f"{counts[s]} {s}" for s in order if s in counts)
+def _runs(h) -> str:
+    return ", ".join(f"{count} {state}" for state, count in h.runs) or "no runs"
 
 
-def _price(snap: dict) -> str:
-    price = (snap.get("cost") or {}).get("price_per_hour")
-    return f"{price:.2f}" if isinstance(price, (int, float)) else "?"
+def _price(h) -> str:
+    return f"{h.price_per_hour:.2f}" if h.price_per_hour is not None else "?"
 
 
 def table(states) -> list[str]:
     """One line per host: host, reachable, GPUs (count and mean util), runs by state, $/h;
-    an unreachable host's line says why. Made printable by the output stream."""
+    a host that is not reachable, or whose snapshot is unreadable, has a line that says why.
+    Each host's row is the screen's (core.fleet.fleet_summary: its snapshot read back and
+    held to the local ranges, so a hostile host's numbers are unknown here too). Made
+    printable by the output stream."""
     rows = [("host", "reachable", "GPUs", "runs", "$/h")]
     notes = []
     for s in states:
-        if s.reachable and s.snapshot is not None:
-            snap = s.snapshot
-            rows.append((s.name, "yes", _gpus(snap), _runs(snap), _price(snap)))
+        snap, error = read_snapshot(s.snapshot) if s.reachable else (None, None)
+        if snap is not None:
+            h = summarize(s, snap)
+            rows.append((s.name, "yes", _gpus(h), _runs(h), _price(h)))
         else:
-            rows.append((s.name, "no", "", "", ""))
-            notes.append(f"  {s.name}: {s.error or 'not reachable'}")
+            rows.append((s.name, "yes" if error else "no", "", "", ""))
+            notes.append(f"  {s.name}: {error or s.error or 'not reachable'}")
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [
         "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4]

@@ -10,9 +10,8 @@ import json
 import os
 import sys
 
-from ..core.base.config import add_settings_flags
 from .numbers import OneLineParser, number
-from .options import DEFAULT_ROOT, settings_or_none
+from .options import DEFAULT_ROOT, add_settings_flags, settings_or_none
 
 LAUNCH_WAIT_RANGE = (0.0, 3600.0)  # seconds
 

@@ -8,11 +8,10 @@ import json
 import os
 import sys
 
-from ..core.base.config import add_settings_flags
 from ..core.base.formatting import fmt_bytes
 from .interrupts import interrupted, sigterm_interrupts
 from .numbers import OneLineParser, number
-from .options import add_hub_timeout_flag, settings_or_none
+from .options import add_hub_timeout_flag, add_settings_flags, settings_or_none
 
 PUSH_SETTLE_RANGE = (0.0, 300.0)  # seconds
 

@@ -10,10 +10,9 @@ import json
 import os
 import sys
 
-from ..core.base.config import add_settings_flags
 from .launch import LAUNCH_WAIT_RANGE, _print_died
 from .numbers import OneLineParser, number
-from .options import settings_or_none
+from .options import add_settings_flags, settings_or_none
 
 
 def resume_parser() -> argparse.ArgumentParser:

@@ -9,9 +9,8 @@ import os
 import sys
 import time
 
-from ..core.base.config import add_settings_flags
 from .gpus import add_gpu_source_flags, gpu_source_or_none, settings_and_gpu_source
-from .options import DEFAULT_ROOT, settings_or_none
+from .options import DEFAULT_ROOT, add_settings_flags, settings_or_none
 
 
 def _snapshot_parser() -> argparse.ArgumentParser:
@@ -41,9 +40,9 @@ def _snapshot_parser() -> argparse.ArgumentParser:
 def cmd_snapshot(argv: list[str]) -> int:
     args = _snapshot_parser().parse_args(argv)
     from ..core.away.price_feed import price_feed
+    from ..core.model.snapshot_json import snapshot_to_json
     from ..core.picture.collect import Collector
-    from ..core.picture.snapshot_json import snapshot_to_json
-    from ..core.picture.snapshot_text import snapshot_to_text
+    from ..core.render.snapshot_text import snapshot_to_text
 
     choice = gpu_source_or_none(args)
     if choice is None:
@@ -108,8 +107,8 @@ def cmd_cost(argv: list[str]) -> int:
     settings, choice = got
     from ..core.away.price_feed import price_feed
     from ..core.machine.gpu import GpuMonitor
+    from ..core.model.snapshot_json import cost_to_json
     from ..core.picture.cost import cost_once, cost_to_text, disk_gb_for, disk_view
-    from ..core.picture.snapshot_json import cost_to_json
 
     now = time.time()
     runs, run = (), None

@@ -11,7 +11,8 @@ left as it is (nohup ignores it). Stdout holds only events; what it says about i
 (where its state is, a refresh that failed, the state file that cannot be written) goes
 to stderr. With autostop_command and autostop_idle_minutes set (and no --no-autostop) it
 also runs the autostop (core.away.autostop) after each refresh: the only process that runs
-that command (the app shows its countdown).
+that command (the app shows its countdown). The loop itself is core.away.watcher's; this
+module parses, sets up (the lock, the printer, the notifier) and closes.
 """
 
 from __future__ import annotations
@@ -20,17 +21,13 @@ import json
 import os
 import sys
 import threading
-import time
 
-from ..core.base.config import add_settings_flags
-from ..core.base.headless import Stop as _Stop  # SIGINT/SIGTERM wake the loop
 from .app import INTERVAL_RANGE
 from .gpus import add_gpu_source_flags, settings_and_gpu_source
 from .numbers import OneLineParser, number
-from .options import DEFAULT_ROOT
+from .options import DEFAULT_ROOT, add_settings_flags
 
 DEFAULT_INTERVAL = 2.0  # seconds; a death is told within two refreshes
-SEEN_SAVE_S = 300.0  # the state is saved at least this often (the last-look time)
 NOTIFY_DRAIN_S = 10.0  # on SIGTERM: queued notifications get this long to go out
 
 
@@ -95,10 +92,12 @@ def cmd_watch(argv: list[str]) -> int:
     settings, choice = got
 
     from ..core.away.events import EventEngine
+    from ..core.away.headless import Stop  # SIGINT/SIGTERM wake the loop
     from ..core.away.notify import Notifier, hf_token
     from ..core.away.price_feed import price_feed
+    from ..core.away.watcher import Watcher, make_autostop
     from ..core.picture.collect import Collector
-    from ..core.records.event_state import WatchLock, load_state, save_state, state_path
+    from ..core.records.event_state import WatchLock, load_state, state_path
 
     root = os.path.abspath(args.path)
     state_file = state_path(root)
@@ -117,7 +116,7 @@ def cmd_watch(argv: list[str]) -> int:
         return 1
 
     printer = _Printer(args.json)
-    stop = _Stop()
+    stop = Stop()
     collector = notifier = autostop = None
     try:
         state, problem = load_state(state_file)
@@ -146,8 +145,13 @@ def cmd_watch(argv: list[str]) -> int:
             if notifier is not None:
                 notifier.submit(event)
 
-        autostop = _autostop(settings, root, args.no_autostop, emit, engine, notifier, token)
-        _loop(collector, engine, emit, stop, state_file, args.interval, save_state, autostop)
+        autostop = make_autostop(
+            settings, root, args.no_autostop, emit, engine, notifier, token, say=_say
+        )
+        watcher = Watcher(
+            collector, engine, emit, state_file, args.interval, say=_say, autostop=autostop
+        )
+        watcher.run(stop)
     finally:
         if autostop is not None:
             autostop.close()
@@ -158,82 +162,3 @@ def cmd_watch(argv: list[str]) -> int:
         stop.close()
         lock.release()
     return 0
-
-
-def _autostop(settings, root, off: bool, emit, engine, notifier, token):
-    """The autostop of this watcher, or None (said on stderr either way)."""
-    from ..core.away.autostop import Autostop, enabled, shown_command
-
-    why = "autostop off (--no-autostop)" if off else enabled(settings)
-    if why is not None:
-        if settings.autostop_command:
-            _say(why)
-        return None
-    autostop = Autostop(
-        settings,
-        root,
-        emit,
-        engine=engine,
-        token=token,
-        drained=notifier.idle if notifier is not None else None,
-        say=_say,
-    )
-    _say(
-        f"autostop after {settings.autostop_idle_minutes:g} min idle with every run's weights "
-        f"on the Hub: {shown_command(settings.autostop_command)} (record {autostop.files.record})"
-    )
-    for line in autostop.warnings():
-        _say(line)
-    return autostop
-
-
-def _loop(collector, engine, emit, stop, state_file, interval, save_state, autostop=None) -> None:
-    last_failure = last_save_problem = autostop_failure = None
-    saved_at = time.monotonic()
-    while not stop.requested:
-        began = time.monotonic()
-        try:
-            snap = collector.refresh(now=time.time())
-            events = engine.observe(snap)
-        except Exception as exc:  # a reader bug: said once, the loop goes on
-            failure = " ".join(f"{type(exc).__name__}: {exc}".split())
-            if failure != last_failure:
-                _say(f"refresh failed: {failure}")
-            last_failure = failure
-            events = []
-            snap = None
-        else:
-            last_failure = None
-        for event in events:
-            emit(event)
-        if autostop is not None and snap is not None:
-            try:
-                autostop.step(snap)  # after the refresh's events: they are older news
-            except Exception as exc:  # an autostop bug: said once, the watcher goes on
-                failure = " ".join(f"autostop: {type(exc).__name__}: {exc}".split())
-                if failure != autostop_failure:
-                    _say(failure)
-                autostop_failure = failure
-            else:
-                autostop_failure = None
-        due = time.monotonic() - saved_at >= SEEN_SAVE_S
-        if engine.dirty or due:
-            last_save_problem = _save(engine, state_file, save_state, last_save_problem)
-            saved_at = time.monotonic()
-        soon = autostop.wake_in() if autostop is not None else None
-        wait = interval if soon is None else min(interval, soon)
-        stop.wait(wait - (time.monotonic() - began))
-    _save(engine, state_file, save_state, last_save_problem)  # the last look's time too
-
-
-def _save(engine, state_file, save_state, last_problem: str | None) -> str | None:
-    """Save the engine's state; a failure is said once (and the state stays dirty)."""
-    try:
-        save_state(state_file, engine.state())
-        return None
-    except (OSError, ValueError) as exc:  # ValueError: a value JSON cannot hold
-        engine.dirty = True
-        problem = f"cannot save its state to {state_file}: {getattr(exc, 'strerror', None) or exc}"
-        if problem != last_problem:
-            _say(problem + " (a restart may repeat events)")
-        return problem

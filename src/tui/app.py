@@ -25,9 +25,10 @@ from ..core.base.config import Settings, config_file_for
 from ..core.hub.auto_push import AutoPusher
 from ..core.hub.push_queue import PushQueue
 from ..core.model.snapshot import Snapshot
-from ..core.picture.chart_layout import ShownRun, run_colours
-from ..core.picture.charts import ChartRequest, run_label
+from ..core.picture.charts import ChartRequest
 from ..core.picture.collect import Collector
+from ..core.picture.refresh import RefreshDriver
+from ..core.render.chart_layout import ShownRun, run_colours, shown_run
 from . import compat
 from .actions.charts import CHART_BINDINGS, ChartActions
 from .actions.push import PushActions
@@ -124,6 +125,7 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
         self.refresh_error: str | None = None
         self._lock = threading.Lock()
         self._refresher = Refresher(self._build_snapshot, period=interval)
+        self._refreshes = RefreshDriver(self.collector, clock=clock)  # the one failure rule
         if theme_name:
             if theme_name not in self.available_themes:
                 names = ", ".join(sorted(self.available_themes))
@@ -171,13 +173,10 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
     def _build_snapshot(self) -> None:
         """On the refresher's thread."""
         selected = self.selected
-        try:
-            with self._lock:
-                snap = self.collector.refresh(
-                    now=self.clock(), selected=selected, charts=self._chart_request
-                )
-        except Exception as exc:  # a reader bug must not take the UI down
-            self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
+        with self._lock:
+            snap = self._refreshes.refresh(selected=selected, charts=self._chart_request)
+        if snap is None:  # a reader bug must not take the UI down: said, the last one stays
+            self.post_message(RefreshFailed(self._refreshes.failure))
             return
         if self.settings.auto_push != "off":
             with self._lock:
@@ -304,16 +303,8 @@ class RgpuApp(AppRules, PushActions, RunActions, ChartActions, App[int]):
             return []
         keys = self.chart_keys()
         colours = self.colours(keys)
-        price = snap.cost.price_per_hour if snap.cost is not None else None
-        out = []
-        for key in keys:
-            chart = snap.chart(key)
-            if chart is None:
-                continue
-            info = snap.run(key)
-            label = run_label(key, info.name if info else None)
-            out.append(ShownRun(key, label, chart, info, price, colours[key]))
-        return out
+        shown = (shown_run(key, key, snap, colours[key]) for key in keys)
+        return [run for run in shown if run is not None]
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -55,7 +55,7 @@ def _brief(snap: dict[str, Any]) -> str:
 
 
 def _watcher(root: Path):
-    from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+    from rgpu_tui.core.model.snapshot_json import snapshot_to_json
     from rgpu_tui.core.picture.watch import RunsWatcher
 
     watcher = RunsWatcher(str(root))

@@ -42,9 +42,9 @@ from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.hub import staging
 from rgpu_tui.core.hub.push import PushRequest, push, staging_dir
 from rgpu_tui.core.machine.gpu import INIT_RETRY_S, GpuMonitor
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
-from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.records.push_records import pushes_path, read_pushes
+from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 from rgpu_tui.core.run.tail import MAX_LOG_LINE
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.widgets.run_header import push_text

@@ -26,8 +26,8 @@ from textual.widgets import OptionList
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.fleet.fleet import HostState
 from rgpu_tui.core.launch.resume import ResumePlan
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.tui.fleet.app import FleetApp
 from rgpu_tui.tui.fleet.host_screen import HostScreen
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen, ReportScreen

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 from rgpu_tui.cli import fleet as fleet_cli
 from rgpu_tui.core.fleet.fleet_summary import HostSummary, summarize, totals
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.tui.fleet.table import cells, totals_text
 from rgpu_tui.tui.widgets.gpus import gpu_row
 
@@ -67,6 +67,11 @@ def test_the_hosts_table_marks_simulated_and_replayed_gpus(runs_root, tmp_path) 
     )
     assert totals_text(totals(hosts[2:])).plain.startswith("1 machine (1 reachable)  2 GPUs  ")
     # `rgpu-tui fleet --once` says it the same way, from each host's JSON
-    assert fleet_cli._gpus(snapshot_to_json(fake)).startswith("2 sim ")
-    assert fleet_cli._gpus(snapshot_to_json(replayed)).startswith("3 replay ")
-    assert "sim" not in fleet_cli._gpus(snapshot_to_json(nvml))
+    states = [
+        SimpleNamespace(name=name, reachable=True, settled=True, error=None, since=None,
+                        snapshot=snapshot_to_json(snap))
+        for name, snap in (("sim-box", fake), ("replay-box", replayed), ("real-box", nvml))
+    ]  # fmt: skip
+    rows = {line.split()[0]: line.split()[2:] for line in fleet_cli.table(states)[1:]}
+    assert rows["sim-box"][:2] == ["2", "sim"] and rows["replay-box"][:2] == ["3", "replay"]
+    assert "sim" not in rows["real-box"]

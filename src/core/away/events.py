@@ -56,8 +56,8 @@ from ..base.urls import strip_userinfo
 from ..base.values import TIMES, checked, parse_json
 from ..machine.system import CHECKPOINT_FACTOR, DISK_FULL_FRACTION, FULL_IN_WARN_HOURS
 from ..model.snapshot import RunInfo, Snapshot
-from ..picture.snapshot_text import epoch_text
 from ..records.launch_records import launched_for
+from ..render.snapshot_text import epoch_text
 from ..run.tail import redact
 
 STATE_VERSION = 1

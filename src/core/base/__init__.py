@@ -1,5 +1,6 @@
 """The bottom wing: safe file opening, printable text, value ranges, URLs, formatting, the
-settings file (config, [[hosts]]), private folders, $VAR expansion and the no-screen loops' signals.
+settings file (config, [[hosts]]; the command line's flags for it are cli.options'), private
+folders, $VAR expansion and the command a hint names.
 
 Imports: nothing of rgpu_tui.
 """

@@ -37,7 +37,6 @@ says). `billing_started_at` unset means "when this container started", which
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import os
 import re
@@ -412,36 +411,13 @@ def load_settings(
     )
 
 
-# -- argparse -------------------------------------------------------------------
+# -- the flags (the command line's parsers are cli.options') ------------------------
 
 
-def add_settings_flags(parser: argparse.ArgumentParser) -> None:
-    """--config FILE and one flag per flagged key (dest: the key; value parsed later)."""
-    group = parser.add_argument_group(
-        "settings",
-        f"Override {ENV_PREFIX}<KEY> environment variables, which override the config file "
-        f"({default_config_path()}).",
+def setting_flags() -> tuple[tuple[str, str, str], ...]:
+    """(key, metavar, help) of each setting that has a command-line flag (flag_name(key))."""
+    return tuple(
+        (key, _SPEC[key]["metavar"], _SPEC[key]["help"])
+        for key in SETTING_KEYS
+        if _SPEC[key]["flag"]
     )
-    group.add_argument(
-        "--config", default=None, metavar="FILE", help="read settings from FILE instead"
-    )
-    for key in SETTING_KEYS:
-        spec = _SPEC[key]
-        if spec["flag"]:
-            group.add_argument(
-                flag_name(key),
-                dest=key,
-                default=None,
-                metavar=spec["metavar"],
-                help=f"{spec['help']} (also {env_var(key)})",
-            )
-
-
-def settings_from_args(
-    args: argparse.Namespace,
-    environ: Mapping[str, str] | None = None,
-    now: float | None = None,
-) -> Settings:
-    """The settings for a parsed command line: --config, then env, then the flags."""
-    flags = {key: getattr(args, key, None) for key in SETTING_KEYS if _SPEC[key]["flag"]}
-    return load_settings(getattr(args, "config", None), environ, flags, now)

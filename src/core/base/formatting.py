@@ -1,6 +1,6 @@
 """How numbers, times, money and sizes read on the screen and in text output.
 
-Shared by the widgets, the text output (core.picture.snapshot_text, core.picture.cost), the events
+Shared by the widgets, the text output (core.render.snapshot_text, core.picture.cost), the events
 and the JSON's timestamps: one way to write a duration, an amount, a price per something, a
 metric, a size in bytes, a time. A disk's free space reads the same in the GPU pane's header,
 a warning and `snapshot` (fmt_bytes: decimal units, as disks and the Hub count them).

@@ -1,5 +1,6 @@
 """The machines of the fleet: `[[hosts]]` tables of the config file, or HOST[:ROOT]
-arguments, and the one `ssh` command line that reaches each.
+arguments: what the config's parser checks (core.base.config reads them, so they sit in
+base). The `ssh` command line that reaches a host is the fleet's (core.fleet.ssh).
 
     [[hosts]]
     name = "a100-1"                # what the fleet calls it (default: the ssh destination)
@@ -8,18 +9,11 @@ arguments, and the one `ssh` command line that reaches each.
     root = "~/runs"                # its runs root (default ./runs, under its home)
     remote_command = "rgpu-tui agent"   # a string for the remote shell, or an argv list
     price_per_hour = 1.89          # passed to its agent as --price-per-hour
-
-The ssh command is an argv list (no local shell): `ssh -T -o BatchMode=yes [-F FILE]
--o ConnectTimeout=S -o RemoteCommand=none DEST -- LINE`, where LINE is what the remote
-shell runs: remote_command as written (a string is shell text on purpose: a venv path,
-`~/.local/bin/rgpu-tui agent`), then ROOT and the price, each through shlex.quote.
 """
 
 from __future__ import annotations
 
-import math
 import re
-import shlex
 from dataclasses import dataclass
 
 from .values import PRICE_PER_HOUR
@@ -48,42 +42,6 @@ class HostSpec:
     root: str = DEFAULT_REMOTE_ROOT
     remote_command: str | tuple[str, ...] = DEFAULT_REMOTE_COMMAND
     price_per_hour: float | None = None
-
-    def remote_line(self) -> str:
-        """What the remote shell runs: the command, then ROOT (and the price), quoted."""
-        if isinstance(self.remote_command, tuple):
-            line = shlex.join(self.remote_command)
-        else:
-            line = self.remote_command
-        if self.price_per_hour is not None:
-            line += " --price-per-hour " + shlex.quote(repr(self.price_per_hour))
-        root = "./" + self.root if self.root.startswith("-") else self.root  # not an option
-        return line + " " + shlex.quote(root)
-
-
-def ssh_argv(
-    spec: HostSpec,
-    *,
-    ssh_config: str | None = None,
-    connect_timeout: float = 10.0,
-    ssh: str = "ssh",
-) -> list[str]:
-    """The argv that starts the host's agent over SSH (see the module doc): no TTY
-    (lines stay lines), never a password or host-key prompt (BatchMode), and a
-    RemoteCommand of the user's config does not replace the agent."""
-    argv = [ssh, "-T", "-o", "BatchMode=yes"]
-    if ssh_config:
-        argv += ["-F", ssh_config]
-    argv += [
-        "-o",
-        f"ConnectTimeout={max(1, math.ceil(connect_timeout))}",
-        "-o",
-        "RemoteCommand=none",
-        "--",
-        spec.ssh,
-        spec.remote_line(),
-    ]
-    return argv
 
 
 # -- checking what the user wrote ----------------------------------------------------

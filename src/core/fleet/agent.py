@@ -65,10 +65,10 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..base import headless
 from ..base.values import value_text
 from ..model.snapshot import SCHEMA_VERSION
-from ..picture.snapshot_json import snapshot_to_json
+from ..model.snapshot_json import snapshot_to_json
+from ..picture.refresh import RefreshDriver, one_line
 from .delta import diff
 
 HEARTBEAT_S = 10.0  # at most this long without a line
@@ -170,7 +170,7 @@ class Agent:
         self.seq = -1
         self.sent_at = 0.0
         self.runs: frozenset[str] = frozenset()  # run_dir of each run of the last snapshot
-        self._last_failure: str | None = None
+        self._driver = RefreshDriver(collector, on_failure=self._refresh_failed)
         self._wanted: list = []  # ids of refresh/select commands answered after the refresh
         self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -198,15 +198,11 @@ class Agent:
         nothing); then the answers to the refresh/select commands that waited for it."""
         wanted, self._wanted = self._wanted, []
         more = {"charts": self.charts} if self.charts is not None else {}
-        snap, failure = headless.refresh(self.collector, self.selected, **more)
-        if failure is not None:
-            if failure != self._last_failure:
-                self.writer.send({"notice": f"refresh failed: {failure}"})
-            self._last_failure = failure
+        snap = self._driver.refresh(selected=self.selected, **more)
+        if snap is None:
             for ident in wanted:
-                self._answer(ident, False, f"refresh failed: {failure}")
+                self._answer(ident, False, f"refresh failed: {self._driver.failure}")
             return
-        self._last_failure = None
         self.runs = frozenset(r.run_dir for r in snap.runs)
         if self.selected is None:  # no run's details until one is selected
             snap = replace(snap, selected=None)
@@ -225,6 +221,9 @@ class Agent:
                 self.sent, self.sent_at = doc, now
         for ident in wanted:
             self._answer(ident, True, None, seq=self.seq)
+
+    def _refresh_failed(self, failure: str) -> None:
+        self.writer.send({"notice": f"refresh failed: {failure}"})
 
     def _answer(self, ident, ok: bool, error: str | None, **extra) -> None:
         self.writer.send({"result": ident, "ok": ok, "error": error, **extra})
@@ -393,7 +392,7 @@ class Agent:
             try:
                 result = stop_fn(run_dir, self.settings, on_progress=progress, by="fleet")
             except Exception as exc:  # stop_run reports its failures; a bug must not vanish
-                self._answer(ident, False, f"stop failed: {headless.one_line(exc)}")
+                self._answer(ident, False, f"stop failed: {one_line(exc)}")
                 return
             self._answer(ident, result.ok, result.error, stop=result.to_json())
 
@@ -427,7 +426,7 @@ class Agent:
                 self._answer(ident, False, str(exc))
                 return
             except Exception as exc:
-                self._answer(ident, False, f"resume failed: {headless.one_line(exc)}")
+                self._answer(ident, False, f"resume failed: {one_line(exc)}")
                 return
             self._answer(ident, True, None, plan=plan.to_json(), launch=record.to_json())
 
@@ -442,9 +441,10 @@ class Agent:
 
     # -- the loop -----------------------------------------------------------------------
 
-    def run(self, stop: headless.Stop, stdin_fd: int) -> None:
+    def run(self, stop, stdin_fd: int) -> None:
         """Hello, then refresh every `interval` (sooner when a command asks) and read
-        commands in between, until stdin ends or `stop` is requested; then `finish`."""
+        commands in between, until stdin ends or `stop` (a core.away.headless.Stop) is
+        requested; then `finish`."""
         self.writer.send(self.hello())
         due = self.clock()
         eof = False

@@ -1,5 +1,5 @@
 """The local end of the fleet: one HostLink per machine, each an `ssh HOST rgpu-tui agent
-ROOT` subprocess (core.base.hosts.ssh_argv: an argv, no local shell) whose JSON lines
+ROOT` subprocess (core.fleet.ssh.ssh_argv: an argv, no local shell) whose JSON lines
 (core.fleet.agent) it reads on a thread of its own.
 
 A link keeps the host's latest full Snapshot JSON (the agent's first snapshot, then each
@@ -36,11 +36,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from ..base.hosts import HostSpec, ssh_argv
+from ..base.hosts import HostSpec
 from ..base.text import printable
 from ..base.values import parse_json, value_text
 from ..model.snapshot import SCHEMA_VERSION
 from .delta import DeltaError, apply
+from .ssh import remote_line, ssh_argv
 
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0)
 HELLO_GRACE_S = 30.0  # after ConnectTimeout: the remote login and the agent's start
@@ -472,7 +473,7 @@ class HostLink:
             return scrub(tail or "ssh failed (status 255)")
         if rc == 127:
             return scrub(
-                f"{self.spec.remote_line().split()[0]} is not installed on {self.spec.name} "
+                f"{remote_line(self.spec).split()[0]} is not installed on {self.spec.name} "
                 f"({tail or 'command not found'}): install rgpu-tui there (pipx) or set "
                 "remote_command"
             )

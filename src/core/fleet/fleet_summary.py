@@ -1,5 +1,6 @@
 """One line of the fleet's hosts table, and its totals, from each host's state (a
-core.fleet.fleet.HostState) and its Snapshot (core.fleet.snapshot_from_json).
+core.fleet.fleet.HostState) and its Snapshot (core.fleet.host_ranges.host_snapshot): the screen's
+table and `rgpu-tui fleet --once` print these same rows.
 
 Only what the host's snapshot says: a number it does not give is None here, and the
 table shows it as unknown. The totals add up what is known and say how many hosts
@@ -11,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.snapshot import AutostopPlan, Snapshot
+from ..model.snapshot_from_json import SnapshotJsonError
+from .host_ranges import host_snapshot
 
 STATE_ORDER = (
     "running",
@@ -58,6 +61,19 @@ class HostSummary:
     @property
     def gpu_label(self) -> str:
         return gpu_source_label(self.gpu_source)
+
+
+def read_snapshot(doc) -> tuple[Snapshot | None, str | None]:
+    """A host's snapshot document as dataclasses, its numbers held to the local ranges
+    (core.fleet.host_ranges.host_snapshot); or None and why it is unreadable (one line)."""
+    if doc is None:
+        return None, None
+    try:
+        return host_snapshot(doc), None
+    except SnapshotJsonError as exc:
+        return None, f"its snapshot is unreadable: {exc}"
+    except Exception as exc:  # a bug here must not take the fleet down
+        return None, f"its snapshot is unreadable: {type(exc).__name__}: {exc}"
 
 
 def summarize(state, snap: Snapshot | None, error: str | None = None) -> HostSummary:

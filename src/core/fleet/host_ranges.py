@@ -1,7 +1,9 @@
 """Numbers from another machine, in the ranges the local readers use: out of range is unknown.
 
 A remote host's Snapshot JSON is checked field by field against its dataclass annotations
-(core.fleet.snapshot_from_json); this pass then holds each number against its range, as
+(core.model.snapshot_from_json, the codec); `host_snapshot` then derives again what the JSON
+does not carry, by the local rules (a checkpoint's repo problem: core.run.hub_target; the
+push default: core.run.checkpoints), and holds each number against its range, as
 the local readers do with status.json (core.base.values): a price of -5, a progress of
 -3.5, an epoch of -1 or a memory of -1 MiB become None (unknown), and the host view says
 which, instead of showing them:
@@ -60,7 +62,10 @@ from ..model.snapshot import (
     Snapshot,
     SystemView,
 )
+from ..model.snapshot_from_json import snapshot_from_json
 from ..picture.charts import MAX_NAME, MAX_RUNS
+from ..run.checkpoints import default_checkpoint
+from ..run.hub_target import repo_problem
 from ..run.series import MAX_MARKS, MAX_POINTS
 from ..run.train_config import KEY_MAX, MAX_KEYS, VALUE_MAX
 
@@ -120,6 +125,34 @@ RANGES: dict[type, dict[str, Range]] = {
 }  # fmt: skip
 
 _BAD = object()  # a whole value that cannot stand (a non-optional field out of range)
+
+
+def host_snapshot(doc) -> Snapshot:
+    """A host's snapshot document as the fleet shows it: read back by the codec
+    (core.model.snapshot_from_json: SnapshotJsonError, one line, when it is not one), what
+    JSON does not carry derived by the local rules, every number held to its range."""
+    return in_ranges(_derived(snapshot_from_json(doc)))
+
+
+def _derived(snap: Snapshot) -> Snapshot:
+    """The selected run's push default and each checkpoint's repo problem, as a refresh
+    derives them (of a target with both a repo and a path problem only the repo problem
+    comes back: the one every dialog shows first)."""
+    sel = snap.selected
+    if sel is None:
+        return snap
+    checkpoints = []
+    for c in sel.checkpoints:
+        why = repo_problem(c.target.repo)
+        if why is not None:
+            c = dataclasses.replace(
+                c, target=dataclasses.replace(c.target, repo_problem=why, path_problem=None)
+            )
+        checkpoints.append(c)
+    selected = dataclasses.replace(
+        sel, checkpoints=tuple(checkpoints), push_default=default_checkpoint(checkpoints)
+    )
+    return dataclasses.replace(snap, selected=selected)
 
 
 def in_ranges(snap: Snapshot) -> Snapshot:

@@ -2,5 +2,5 @@
 waiting for its run directory, resume, stop (and which process may be signalled), doctor, the
 GPU preflight, the training environment, the demo and its synthetic dataset.
 
-Imports: the read wings (base .. picture). Not hub, away or fleet.
+Imports: the read wings (base .. render). Not hub, away or fleet.
 """

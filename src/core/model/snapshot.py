@@ -1,8 +1,8 @@
 """The Snapshot: one immutable picture of what the screen shows.
 
 Built by `watch.RunsWatcher`, rendered by the app, printed by
-`rgpu-tui snapshot` (as JSON through core.picture.snapshot_json, or as text through
-core.picture.snapshot_text). Scripts, tests and the screen read the same object.
+`rgpu-tui snapshot` (as JSON through core.model.snapshot_json, or as text through
+core.render.snapshot_text). Scripts, tests and the screen read the same object.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..base.text import printable
-from ..model.snapshot import RunChart, RunInfo
+from ..model.snapshot import RunChart, RunInfo, Snapshot
 from ..run.checkpoints import file_epoch
 from ..run.series import attempt_starts, attempts_time, honest_chart
 from ..run.train_config import ConfigReader
@@ -309,6 +309,25 @@ def charts_once(run_dirs: Sequence[str], request: ChartRequest, settings, now: f
             runs.close()
         out.append((info, chart))
     return out
+
+
+def charts_snapshot(got: Sequence[tuple], settings, now: float) -> Snapshot:
+    """What `charts_once` read as one Snapshot (its runs, their charts) with the cost of one
+    look (core.picture.cost.cost_once: the settings' price; no price_command is run for a
+    chart), so `rgpu-tui chart` and `compare` show their runs through the one ShownRun
+    builder (core.render.chart_layout.shown_run) with the price a snapshot has."""
+    from .cost import cost_once
+
+    infos = tuple(info for info, _chart in got if info is not None)
+    return Snapshot(
+        generated_at=now,
+        root=os.path.commonpath([c.run_dir for _i, c in got]) if got else "",
+        root_exists=True,
+        runs=infos,
+        selected=None,
+        charts=tuple(chart for _info, chart in got),
+        cost=cost_once(settings, now, infos),
+    )
 
 
 def run_label(run_dir: str, name: str | None = None, host: str | None = None) -> str:

@@ -281,21 +281,3 @@ class CheckpointLister:
 
 def artifacts_target(settings, run_dir: str) -> PushTarget:
     return push_target(settings, run_dir, ARTIFACTS_REQUEST)
-
-
-def checkpoint_to_json(c: Checkpoint) -> dict:
-    return {
-        "name": c.name,
-        "path": c.path,
-        "exists": c.exists,
-        "size": c.size,
-        "epoch": c.epoch,
-        "metric_name": c.metric_name,
-        "metric": c.metric,
-        "problem": c.problem,
-        "valid": c.valid,
-        "invalid": c.invalid,
-        "hub_repo": c.target.repo or None,
-        "hub_path": c.target.path,
-        "hub_problem": c.target.problem,
-    }

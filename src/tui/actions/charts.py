@@ -16,8 +16,8 @@ from dataclasses import replace
 
 from textual.binding import Binding
 
-from ...core.picture.chart_layout import SMOOTHING, X_KINDS, Y_MODES, ChartOptions, panel_metrics
 from ...core.picture.charts import MAX_RUNS
+from ...core.render.chart_layout import SMOOTHING, X_KINDS, Y_MODES, ChartOptions, panel_metrics
 from ..screens.charts import CompareScreen, MetricPickScreen
 
 CHART_ONLY = {"chart_smooth", "chart_y", "chart_x", "chart_cursor", "chart_pick"}

@@ -4,7 +4,7 @@ comes back, `q` quits.
 
 The links (core.fleet.fleet.HostLink, one ssh each) read on threads of their own and call
 `on_change`; here that turns the host's Snapshot JSON into dataclasses
-(core.fleet.snapshot_from_json, on the link's thread, only when the document changed) and
+(core.fleet.fleet_summary.read_snapshot, on the link's thread, only when the document changed) and
 posts a HostChanged. The UI thread only hands the table and the open host screen what
 changed; it never waits on a link. A command's Future calls back on the link's thread
 and posts its answer the same way (tui.fleet.remote).
@@ -21,8 +21,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from ...core.fleet.fleet_summary import summarize
-from ...core.fleet.snapshot_from_json import SnapshotJsonError, snapshot_from_json
+from ...core.fleet.fleet_summary import read_snapshot, summarize
 from .. import compat
 from ..app_rules import AppRules
 from ..screens.dialogs import ReportScreen
@@ -136,16 +135,9 @@ class FleetApp(AppRules, FleetCommands, FleetCharts, App[int]):
         if cached is not None and cached[0] is doc:
             snap, error = cached[1], cached[2]
         else:
-            snap, error = None, None
-            if doc is not None:
-                try:
-                    snap = snapshot_from_json(doc)
-                except SnapshotJsonError as exc:
-                    error = f"its snapshot is unreadable: {exc}"
-                except Exception as exc:  # a bug here must not take the fleet down
-                    error = f"its snapshot is unreadable: {type(exc).__name__}: {exc}"
-                if snap is None and cached is not None:
-                    snap = cached[1]  # keep the last good one on screen
+            snap, error = read_snapshot(doc)
+            if snap is None and doc is not None and cached is not None:
+                snap = cached[1]  # keep the last good one on screen
             with self._converting:
                 self._converted[link.name] = (doc, snap, error)
         self.post_from_thread(HostChanged(HostView(state, snap, error)))

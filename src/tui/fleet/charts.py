@@ -11,8 +11,8 @@ command is sent again after each reconnect.
 from __future__ import annotations
 
 from ...core.model.snapshot import Snapshot
-from ...core.picture.chart_layout import ShownRun, run_colours
-from ...core.picture.charts import ChartRequest, run_label
+from ...core.picture.charts import ChartRequest
+from ...core.render.chart_layout import ShownRun, run_colours, shown_run
 
 
 def mark_key(host: str, run_dir: str) -> str:
@@ -95,12 +95,8 @@ class FleetCharts:
             snap: Snapshot | None = view.snapshot if view is not None else None
             if snap is None:
                 continue
-            chart = snap.chart(run_dir)
-            if chart is None:
-                continue
-            info = snap.run(run_dir)
-            price = snap.cost.price_per_hour if snap.cost is not None else None
             key = mark_key(host, run_dir)
-            label = run_label(run_dir, info.name if info else None, host)
-            out.append(ShownRun(key, label, chart, info, price, colours[key]))
+            run = shown_run(key, run_dir, snap, colours[key], host=host)
+            if run is not None:
+                out.append(run)
         return out

@@ -17,10 +17,10 @@ import os
 from rich.text import Text
 
 from ...core.base.text import printable
-from ...core.fleet.snapshot_from_json import SnapshotJsonError, dataclass_from_json
 from ...core.hub.push import PushRequest
 from ...core.launch.resume import ResumePlan
 from ...core.launch.stop import StopResult
+from ...core.model.snapshot_from_json import SnapshotJsonError, dataclass_from_json
 from ..actions.runs import (
     launch_refusal,
     resume_body,

@@ -11,7 +11,7 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from ...core.base.text import printable
-from ...core.picture.compare import compare_lines, compare_rows
+from ...core.render.compare import compare_lines, compare_rows
 from ..widgets.form_keys import FormInput
 from .dialogs import DIALOG_CSS, ReportScreen
 

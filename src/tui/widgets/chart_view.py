@@ -1,5 +1,5 @@
 """The chart view (`v`): every metric on axes, several runs overlaid, drawn by core
-(core.picture.chart_layout) into rows that this LinePane paints.
+(core.render.chart_layout) into rows that this LinePane paints.
 
 It redraws only when what it draws changed: a new epoch (a new RunChart), a key (the
 options) or a resize. A running run's header numbers change every second; the view
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from rich.text import Span, Text
 
-from ...core.picture.chart_layout import ChartOptions, ShownRun, chart_rows
+from ...core.render.chart_layout import ChartOptions, ShownRun, chart_rows
 from .lines import LinePane
 
 

@@ -7,7 +7,7 @@ from rich.text import Text
 from ...core.base.formatting import fmt_duration, fmt_eta, fmt_gpu_indices
 from ...core.base.text import printable, wrap_words
 from ...core.model.snapshot import PushInfo, RunInfo
-from ...core.picture.snapshot_text import best_text, epoch_text
+from ...core.render.snapshot_text import best_text, epoch_text
 from .lines import LinePane
 from .style import STATE_STYLE, state_badge
 

@@ -23,10 +23,10 @@ from support.waiting import wait_until
 
 from rgpu_tui.core.away.price_feed import PriceFeed, price_feed
 from rgpu_tui.core.base.config import ConfigError, Settings, load_settings
+from rgpu_tui.core.model.snapshot_json import cost_to_json
 from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.core.picture.cost import cost_once, cost_to_text
 from rgpu_tui.core.picture.price import PriceReading, parse_price_output
-from rgpu_tui.core.picture.snapshot_json import cost_to_json
 from rgpu_tui.tui.widgets.cost import strip_text
 
 NOW = 1_780_000_000.0

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from rgpu_tui.cli.options import add_settings_flags, settings_from_args
 from rgpu_tui.core.base.config import (
     SETTING_KEYS,
     ConfigError,
     Settings,
-    add_settings_flags,
     default_config_path,
     load_settings,
-    settings_from_args,
 )
 
 NOW = 1_800_000_000.0

@@ -30,12 +30,13 @@ from support.hostile import (
     unsafe_bytes,
 )
 
-from rgpu_tui.cli.exporter import _loopback, listen_address, make_server
+from rgpu_tui.cli.exporter import _loopback, listen_address
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.base.text import printable
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.exporter_feed import MetricsFeed
-from rgpu_tui.core.picture.prometheus import METRICS
+from rgpu_tui.core.render.exporter_feed import MetricsFeed
+from rgpu_tui.core.render.metrics_app import make_server
+from rgpu_tui.core.render.prometheus import METRICS
 
 from ..helpers import SAMPLE_RUN
 
@@ -217,9 +218,9 @@ def test_the_exporter_loads_no_act_wing_and_no_textual(tmp_path: Path) -> None:
     code = f"""
 import sys, threading, urllib.request
 import rgpu_tui.cli
-from rgpu_tui.cli.exporter import make_server
+from rgpu_tui.core.render.metrics_app import make_server
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.exporter_feed import MetricsFeed
+from rgpu_tui.core.render.exporter_feed import MetricsFeed
 collector = Collector({str(tmp_path / "runs")!r}, fake_gpus=1)
 feed = MetricsFeed(collector).start()
 server = make_server("127.0.0.1", 0, feed)

@@ -17,7 +17,7 @@ from support.cli_env import clean_env
 from support.exporter_proc import Exporter
 from support.waiting import wait_until
 
-from rgpu_tui.core.base.http_serve import DEADLINE_S, DropLog
+from rgpu_tui.core.render.http_serve import DEADLINE_S, DropLog
 
 from ..helpers import SAMPLE_RUN
 

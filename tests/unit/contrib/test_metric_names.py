@@ -19,8 +19,8 @@ from support.prometheus import DASHBOARD, RULES
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.exporter_feed import MetricsFeed
-from rgpu_tui.core.picture.prometheus import METRICS
+from rgpu_tui.core.render.exporter_feed import MetricsFeed
+from rgpu_tui.core.render.prometheus import METRICS
 
 from ..helpers import SAMPLE_RUN, iso_utc
 

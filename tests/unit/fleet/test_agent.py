@@ -25,8 +25,8 @@ from rgpu_tui.core.fleet.delta import apply
 from rgpu_tui.core.hub.push import PushResult
 from rgpu_tui.core.hub.push_queue import PushQueue
 from rgpu_tui.core.model.snapshot import SCHEMA_VERSION, Snapshot
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 
 FIXTURE_RUN = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from rgpu_tui.core.fleet.host_ranges import NOT_WHOLE
-from rgpu_tui.core.fleet.snapshot_from_json import snapshot_from_json
-from rgpu_tui.core.picture.chart_layout import ChartOptions, ShownRun, chart_json, chart_rows
+from rgpu_tui.core.fleet.host_ranges import NOT_WHOLE, host_snapshot
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.charts import ChartRequest
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.compare import compare_lines, compare_rows
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+from rgpu_tui.core.render.chart_layout import ChartOptions, ShownRun, chart_json, chart_rows
+from rgpu_tui.core.render.compare import compare_lines, compare_rows
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 
@@ -39,7 +38,7 @@ def doc(tmp_path_factory) -> dict:
 
 
 def drawn(doc: dict) -> tuple[list, str]:
-    snap = snapshot_from_json(doc)
+    snap = host_snapshot(doc)
     [chart] = snap.charts
     runs = [ShownRun(chart.run_dir, "exp", chart, price_per_hour=2.0)]
     for kind in ("epoch", "time", "cost"):
@@ -105,4 +104,4 @@ def test_extreme_finite_values_draw(doc):
 def test_at_most_six_charts_are_kept(doc):
     many = json.loads(json.dumps(doc))
     many["charts"] = many["charts"] * 9
-    assert len(snapshot_from_json(many).charts) == 6
+    assert len(host_snapshot(many).charts) == 6

@@ -17,7 +17,7 @@ from support.waiting import wait_until
 
 from rgpu_tui.core.base.hosts import HostSpec
 from rgpu_tui.core.fleet.fleet import DOC_MAX_BYTES, DOC_MEASURE_BYTES, HostLink
-from rgpu_tui.core.fleet.snapshot_from_json import snapshot_from_json
+from rgpu_tui.core.fleet.host_ranges import host_snapshot
 from rgpu_tui.core.model.snapshot import SCHEMA_VERSION
 
 DOC = {"generated_at": "2027-01-15T08:00:00+00:00", "root": "/r", "runs": [],
@@ -108,7 +108,7 @@ def hostile_doc() -> dict:
 
 
 def test_numbers_out_of_range_are_unknown_and_said() -> None:
-    snap = snapshot_from_json(hostile_doc())
+    snap = host_snapshot(hostile_doc())
     exp1, exp2 = snap.runs
     assert (exp1.current_epoch, exp1.total_epochs, exp1.progress, exp1.eta_seconds) == (
         None, None, None, None,

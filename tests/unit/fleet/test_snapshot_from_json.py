@@ -1,8 +1,9 @@
-"""core.fleet.snapshot_from_json: the Snapshot back from its JSON, as the fleet's host view gets
-it from a remote agent. Real snapshots (the Collector on real run folders, simulated
-GPUs, a price, a balance, checkpoints, pushes records) go to JSON and back, and compare
-equal field by field once the fields JSON does not keep are set as the module says.
-A hostile document never raises anything but SnapshotJsonError."""
+"""The Snapshot back from its JSON (core.model.snapshot_from_json, through
+core.fleet.host_ranges.host_snapshot), as the fleet's host view gets it from a remote
+agent. Real snapshots (the Collector on real run folders, simulated GPUs, a price, a
+balance, checkpoints, pushes records) go to JSON and back, and compare equal field by
+field once the fields JSON does not keep are set as the module says. A hostile document
+never raises anything but SnapshotJsonError."""
 
 from __future__ import annotations
 
@@ -19,11 +20,12 @@ from tui.conftest import build_runs_root
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.base.formatting import iso
 from rgpu_tui.core.base.values import parse_time
-from rgpu_tui.core.fleet.snapshot_from_json import SnapshotJsonError, snapshot_from_json
+from rgpu_tui.core.fleet.host_ranges import host_snapshot
 from rgpu_tui.core.model import snapshot as snapshot_module
 from rgpu_tui.core.model.snapshot import Snapshot
+from rgpu_tui.core.model.snapshot_from_json import SnapshotJsonError
+from rgpu_tui.core.model.snapshot_json import LOG_TAIL_LEN, snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.snapshot_json import LOG_TAIL_LEN, snapshot_to_json
 
 FIXTURE_RUN = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 
@@ -97,7 +99,7 @@ def assert_same(got: Snapshot, want: Snapshot) -> None:
 
 def round_trip(snap: Snapshot) -> Snapshot:
     # through the text, as the agent's line crosses the link
-    return snapshot_from_json(json.loads(json.dumps(snapshot_to_json(snap))))
+    return host_snapshot(json.loads(json.dumps(snapshot_to_json(snap))))
 
 
 def _with_weights(run: Path) -> None:
@@ -195,7 +197,7 @@ def test_a_log_without_log_path_from_an_older_agent_is_the_run_dir() -> None:
         "runs": [],
         "selected": {"run_dir": "/r/a", "log_tail": ["x", 7, "y"], "metrics": {}},
     }
-    sel = snapshot_from_json(doc).selected
+    sel = host_snapshot(doc).selected
     assert sel.log.path == "/r/a" and sel.log.lines == ("x", "y")
     assert sel.metrics.series == () and sel.push_default == "best.pt"
 
@@ -212,7 +214,7 @@ def test_a_log_without_log_path_from_an_older_agent_is_the_run_dir() -> None:
 )
 def test_what_is_not_a_snapshot_is_one_line(doc, why: str) -> None:
     with pytest.raises(SnapshotJsonError, match=why):
-        snapshot_from_json(doc)
+        host_snapshot(doc)
 
 
 def test_hostile_values_become_unknown_never_an_exception(tmp_path: Path) -> None:
@@ -250,7 +252,7 @@ def test_hostile_values_become_unknown_never_an_exception(tmp_path: Path) -> Non
                 node = node[key]
             node[path[-1]] = bad
             try:
-                snap = snapshot_from_json(copy)
+                snap = host_snapshot(copy)
             except SnapshotJsonError:
                 continue
             tried += 1
@@ -274,7 +276,7 @@ def test_huge_ints_and_infinities_are_unknown() -> None:
              "best_epoch": None, "updated_at": "0001-01-01T00:00:00", "error": None}
         ],
     }  # fmt: skip
-    run = snapshot_from_json(doc).runs[0]
+    run = host_snapshot(doc).runs[0]
     assert (run.pid, run.progress, run.eta_seconds, run.elapsed_seconds) == (None,) * 4
     assert run.current_epoch == 3 and run.updated is None
     assert os.path.basename(run.run_dir) == "a"

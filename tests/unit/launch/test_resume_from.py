@@ -16,9 +16,9 @@ import pytest
 from support.checkpoints import epoch_checkpoint
 from support.waiting import wait_until
 
-from rgpu_tui.core.fleet.snapshot_from_json import dataclass_from_json
 from rgpu_tui.core.launch.resume import ResumeError, ResumePlan, choose, plan_resume, start_resume
 from rgpu_tui.core.launch.resume_from import MAX_EPOCH_FILES, list_candidates
+from rgpu_tui.core.model.snapshot_from_json import dataclass_from_json
 from rgpu_tui.core.records.launch_records import read_launches
 
 from .test_resume import data_yaml, fake_libreyolo, make_run, project  # noqa: F401

@@ -21,12 +21,12 @@ from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.fleet.fleet_summary import STATE_ORDER
 from rgpu_tui.core.launch.resume import plan_resume
 from rgpu_tui.core.launch.stop import stop_run
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.cost import run_costs
-from rgpu_tui.core.picture.prometheus import families
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
-from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
 from rgpu_tui.core.picture.watch import RunsWatcher
 from rgpu_tui.core.records.stop_records import read_stops
+from rgpu_tui.core.render.prometheus import families
+from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from rgpu_tui.core.machine.gpu_replay import ReplaySource, load_recording, recor
 from rgpu_tui.core.machine.gpu_waste import STARVED_GUESS
 from rgpu_tui.core.machine.nvml_source import NvmlSource
 from rgpu_tui.core.model.snapshot import GpuDevice, GpuView, Snapshot
-from rgpu_tui.core.picture.prometheus import families
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
+from rgpu_tui.core.render.prometheus import families
 
 from ..gpu_fakes import MIB, T0, FakeGpu, FakeNvml, dev, gpus, proc, run_info
 

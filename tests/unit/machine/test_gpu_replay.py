@@ -403,7 +403,7 @@ def test_snapshot_json_replay_as_a_subprocess(root, recording, tmp_path) -> None
 
 def test_text_snapshot_says_replay_and_host_pids() -> None:
     from rgpu_tui.core.model.snapshot import GpuDevice, GpuProcess, GpuView
-    from rgpu_tui.core.picture.snapshot_text import gpus_to_text
+    from rgpu_tui.core.render.snapshot_text import gpus_to_text
 
     paired = GpuProcess(81234, "python", 900.0, "/r/exp\x1b[2J", "run", host_pid=True, local_pid=12)
     lone = GpuProcess(81299, None, 10.0, None, "host", host_pid=True)

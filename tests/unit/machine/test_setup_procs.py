@@ -18,9 +18,9 @@ import pytest
 from support.waiting import wait_until
 
 from rgpu_tui.core.machine.setup_procs import SetupWatcher, is_libreyolo_training
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
-from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
+from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 
 NOW = 1_800_000_000.0
 SLEEPER = "import time\ntime.sleep(600)\n"

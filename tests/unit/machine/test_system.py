@@ -13,7 +13,7 @@ from rgpu_tui.core.base.formatting import fmt_bytes
 from rgpu_tui.core.machine import system
 from rgpu_tui.core.machine.system import SystemMonitor, existing_path
 from rgpu_tui.core.model.snapshot import RunInfo, SystemView
-from rgpu_tui.core.picture.snapshot_json import system_to_json
+from rgpu_tui.core.model.snapshot_json import system_to_json
 
 GB = 1_000_000_000
 T0 = 1_700_000_000.0

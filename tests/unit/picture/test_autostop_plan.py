@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 from rgpu_tui.core.model.snapshot import AutostopPlan
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.core.records.autostop_files import AutostopFiles, PlanReader, own_start_time
 
 

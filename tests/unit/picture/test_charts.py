@@ -1,5 +1,5 @@
 """The chart view's data and layout: RunCharts built on request (core.picture.charts), the
-view's rows (core.picture.chart_layout), the compare table (core.picture.compare)."""
+view's rows (core.render.chart_layout), the compare table (core.render.compare)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from rgpu_tui.core.fleet.snapshot_from_json import snapshot_from_json
-from rgpu_tui.core.picture.chart_layout import (
+from rgpu_tui.core.fleet.host_ranges import host_snapshot
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
+from rgpu_tui.core.picture.charts import ChartRequest, default_panels
+from rgpu_tui.core.picture.collect import Collector
+from rgpu_tui.core.render.chart_layout import (
     COLOURS,
     ChartOptions,
     ShownRun,
@@ -22,10 +25,7 @@ from rgpu_tui.core.picture.chart_layout import (
     panel_metrics,
     run_colours,
 )
-from rgpu_tui.core.picture.charts import ChartRequest, default_panels
-from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.compare import compare_json, compare_lines, compare_rows, per_point
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+from rgpu_tui.core.render.compare import compare_json, compare_lines, compare_rows, per_point
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 
@@ -184,10 +184,10 @@ def test_charts_survive_the_json_the_agent_sends(tmp_path: Path) -> None:
     c = Collector(str(tmp_path))
     snap = c.refresh(time.time(), charts=ChartRequest.of([str(run)]))
     doc = json.loads(json.dumps(snapshot_to_json(snap)))
-    assert snapshot_from_json(doc).charts == snap.charts
+    assert host_snapshot(doc).charts == snap.charts
     # a hostile document: wrong types are dropped, never raised
     doc["charts"] = [{"run_dir": 5}, {"run_dir": "/x", "epochs": "no", "series": [{"x": 1}]}, 7]
-    back = snapshot_from_json(doc)
+    back = host_snapshot(doc)
     assert [ch.run_dir for ch in back.charts] == ["/x"] and back.charts[0].epochs == ()
 
 

@@ -11,6 +11,7 @@ from support.readme_example import COST_JSON_KEYS
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.base.formatting import iso
 from rgpu_tui.core.model.snapshot import CostView, DiskInfo, GpuDevice, GpuView, RunInfo, SystemView
+from rgpu_tui.core.model.snapshot_json import cost_to_json
 from rgpu_tui.core.picture.cost import (
     HOURS_PER_MONTH,
     CostTracker,
@@ -26,7 +27,6 @@ from rgpu_tui.core.picture.cost import (
     stop_saving_percent,
     stopped_rate,
 )
-from rgpu_tui.core.picture.snapshot_json import cost_to_json
 
 NOW = 1_800_000_000.0
 SEED_RATE = 3.4828  # 8x RTX 4090, running, $/h

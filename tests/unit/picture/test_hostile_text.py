@@ -32,10 +32,10 @@ from rgpu_tui.core.model.snapshot import (
     GpuView,
     SystemView,
 )
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.cost import cost_to_text
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
-from rgpu_tui.core.picture.snapshot_text import gpus_to_text, snapshot_to_text, system_to_text
 from rgpu_tui.core.picture.watch import RunsWatcher
+from rgpu_tui.core.render.snapshot_text import gpus_to_text, snapshot_to_text, system_to_text
 from rgpu_tui.tui.inert import inert, inert_body
 
 
@@ -157,7 +157,7 @@ def test_invisible_characters_in_run_names_are_shown_escaped(tmp_path: Path) -> 
     # issue 34 item 8: a zero-width space makes a twin of a run's name, U+2028 breaks a
     # line in a label, a bidi isolate and a tag character hide text: every one is escaped
     # in the text snapshot and in the exporter's run labels
-    from rgpu_tui.core.picture.prometheus import run_labels
+    from rgpu_tui.core.render.prometheus import run_labels
 
     root = tmp_path / "runs"
     names = ["exp\u200b1", "line\u2028break", "iso\u2067x\u2069", "tag\U000e0041", "bom\ufeff"]

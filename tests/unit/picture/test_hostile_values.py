@@ -17,11 +17,11 @@ import pytest
 
 from rgpu_tui.core.base import values
 from rgpu_tui.core.base.config import ConfigError, Settings, load_settings
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.cost import balance_runs_out_at, cost_once, cost_to_text
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
-from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
 from rgpu_tui.core.picture.watch import RunsWatcher
 from rgpu_tui.core.records.records import read_json_lines
+from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 from rgpu_tui.core.run.metrics import MetricsReader
 from rgpu_tui.core.run.status import StatusReader, check_pid
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.base.formatting import iso
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.core.picture.idle import GAP_CAP_S, IdleClock
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 
 T0 = 1_800_000_000.0
 

@@ -30,8 +30,8 @@ from rgpu_tui.core.model.snapshot import (
 from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.core.picture.cost import cost_to_text
 from rgpu_tui.core.picture.idle import machine_idle
-from rgpu_tui.core.picture.snapshot_text import gpus_to_text, system_to_text
 from rgpu_tui.core.records.records import append_json_line
+from rgpu_tui.core.render.snapshot_text import gpus_to_text, system_to_text
 
 from .test_read_path import launch_line
 

@@ -13,12 +13,12 @@ import pytest
 from support.resumed_run import EPOCH_S, killed_and_resumed
 
 from rgpu_tui.core.base.config import Settings
-from rgpu_tui.core.picture.chart_layout import ChartOptions, ShownRun, chart_json
 from rgpu_tui.core.picture.charts import ChartRequest, charts_once
-from rgpu_tui.core.picture.compare import compare_rows
 from rgpu_tui.core.picture.cost import cost_once, run_spent
-from rgpu_tui.core.picture.prometheus import families
 from rgpu_tui.core.picture.watch import RunsWatcher
+from rgpu_tui.core.render.chart_layout import ChartOptions, ShownRun, chart_json
+from rgpu_tui.core.render.compare import compare_rows
+from rgpu_tui.core.render.prometheus import families
 
 PRICE = 3.6  # $ per hour: a dollar every 1000 s
 

@@ -13,9 +13,9 @@ import pytest
 from support.resumed_run import dead_pid, iso, killed_and_resumed
 
 from rgpu_tui.core.base.config import Settings
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.core.picture.cost import cost_once
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.watch import RunsWatcher
 
 
@@ -103,7 +103,7 @@ def test_an_ended_launch_stops_at_its_end_in_every_later_look(tmp_path: Path) ->
 def test_the_header_the_text_and_the_events_say_the_sum(tmp_path: Path) -> None:
     """The text snapshot lists the attempts; run_dead says the time of all of them."""
     from rgpu_tui.core.away.events import EventEngine
-    from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
+    from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 
     project = tmp_path / "runs"
     t0 = time.time() - 3600

@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
-from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.watch import RunsWatcher
+from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 
 from ..helpers import iso_utc
 

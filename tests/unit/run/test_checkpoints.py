@@ -13,7 +13,7 @@ import pytest
 from support.checkpoints import epoch_checkpoint
 
 from rgpu_tui.core.base.config import Settings
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.watch import RunsWatcher
 from rgpu_tui.core.run import checkpoints as checkpoints_mod
 from rgpu_tui.core.run.checkpoints import (

@@ -17,11 +17,11 @@ from support.fifos import make_fifo, returns_within
 
 from rgpu_tui.core.base.config import load_settings
 from rgpu_tui.core.base.safeio import NotRegularFile
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture import launch_rows, watch
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
-from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
 from rgpu_tui.core.picture.watch import RunsWatcher
 from rgpu_tui.core.records.records import read_json_lines
+from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 from rgpu_tui.core.run import discovery
 from rgpu_tui.core.run.discovery import MAX_DEPTH, RunFinder
 from rgpu_tui.core.run.metrics import MetricsReader

@@ -1,4 +1,4 @@
-"""The braille renderer (core.picture.chart_draw): axes, ticks, gaps, marks, scales, and
+"""The braille renderer (core.render.chart_draw): axes, ticks, gaps, marks, scales, and
 never a crash on any float."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from rgpu_tui.core.picture.chart_draw import (
+from rgpu_tui.core.render.chart_draw import (
     BRAILLE,
     Curve,
     Mark,

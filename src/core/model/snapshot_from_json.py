@@ -1,5 +1,8 @@
-"""The Snapshot back from its JSON (core.picture.snapshot_json): what a remote host's agent sends
-(core.fleet.agent, core.fleet.fleet) becomes the dataclasses the app's panes take.
+"""The Snapshot back from its JSON (core.model.snapshot_json, beside it): what a remote host's
+agent sends (core.fleet.agent, core.fleet.fleet) becomes the dataclasses the app's panes take.
+The codec in both directions lives here, next to the dataclasses; what a host's document
+cannot be trusted with is the fleet's (core.fleet.host_ranges.host_snapshot: the numbers
+held to the local readers' ranges, the derived fields derived again by the local rules).
 
 `snapshot_from_json(doc)` is the inverse of `snapshot_to_json` for everything the JSON
 keeps. What the JSON does not keep comes back as follows:
@@ -14,16 +17,15 @@ keeps. What the JSON does not keep comes back as follows:
 - the selected run: the log keeps its last LOG_TAIL_LEN lines (the app keeps 500), its
   path is `log_path` (older agents: the run directory); `checkpoints_not_listed` is 0
   and `artifacts_target` None (a remote `P` lists checkpoints only); `push_default` is
-  derived from the checkpoints as the refresh derives it; a checkpoint's target keeps
-  its repo, path and folder, and `repo_problem` is derived from the repo; of a target
-  with both a repo problem and a path problem only the repo problem comes back (the
-  one every dialog shows first).
+  the dataclass's default here (core.fleet.host_ranges derives it from the checkpoints as
+  the refresh derives it); a checkpoint's target keeps its repo, path and folder, and its
+  one `hub_problem` comes back as its `path_problem` (host_ranges tells a repo problem
+  from it by the repo, as every dialog shows the repo problem first).
 
 The document comes over the network from another machine: every field is checked
 against its dataclass annotation. A value of the wrong type becomes None (or the field's
-default); a number out of the range the local readers use becomes None too, and the host
-view says so (core.fleet.host_ranges); only a document without what a Snapshot cannot do
-without (`generated_at`, `root`, `runs`) raises SnapshotJsonError. Never anything else.
+default); only a document without what a Snapshot cannot do without (`generated_at`,
+`root`, `runs`) raises SnapshotJsonError. Never anything else.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import types
 import typing
 
 from ..base.values import INT64_MAX, parse_time
-from ..model.snapshot import (
+from .snapshot import (
     Checkpoint,
     CostView,
     GpuView,
@@ -48,9 +50,6 @@ from ..model.snapshot import (
     Snapshot,
     SystemView,
 )
-from ..run.checkpoints import default_checkpoint
-from ..run.hub_target import repo_problem
-from .host_ranges import in_ranges
 
 FLOAT_LIMIT = 1e300  # an int this large would overflow a float in a format
 
@@ -243,13 +242,11 @@ def checkpoint_from_json(obj: dict) -> Checkpoint:
     repo = obj.get("hub_repo") if isinstance(obj.get("hub_repo"), str) else ""
     path = obj.get("hub_path") if isinstance(obj.get("hub_path"), str) else None
     problem = obj.get("hub_problem") if isinstance(obj.get("hub_problem"), str) else None
-    repo_why = repo_problem(repo)
     target = PushTarget(
         repo=repo,
         path=path,
         folder=path.rpartition("/")[0] if path else "",
-        repo_problem=repo_why,
-        path_problem=problem if repo_why is None else None,
+        path_problem=problem,  # which problem it is: core.fleet.host_ranges
     )
     return _build(Checkpoint, obj, target=target)
 
@@ -284,7 +281,6 @@ def selected_from_json(obj: dict, pushes: dict | None) -> SelectedRun:
         log=log,
         pushes=push_info,
         checkpoints=tuple(checkpoints),
-        push_default=default_checkpoint(checkpoints),
     )
 
 
@@ -343,21 +339,19 @@ def snapshot_from_json(doc) -> Snapshot:
                 more[f.name] = _check(doc[f.name], hints[f.name])
             except _Bad:
                 continue
-    return in_ranges(
-        Snapshot(
-            **more,
-            generated_at=generated_at,
-            root=root,
-            root_exists=doc.get("root_exists") is True,
-            runs=tuple(runs),
-            selected=selected,
-            problem=doc.get("problem") if isinstance(doc.get("problem"), str) else None,
-            gpus=part("gpus", gpus_from_json),
-            system=part("system", system_from_json),
-            cost=part("cost", cost_from_json),
-            schema_version=schema if type(schema) is int else 0,
-            deep_dirs_skipped=deep if type(deep) is int and deep >= 0 else 0,
-        )
+    return Snapshot(
+        **more,
+        generated_at=generated_at,
+        root=root,
+        root_exists=doc.get("root_exists") is True,
+        runs=tuple(runs),
+        selected=selected,
+        problem=doc.get("problem") if isinstance(doc.get("problem"), str) else None,
+        gpus=part("gpus", gpus_from_json),
+        system=part("system", system_from_json),
+        cost=part("cost", cost_from_json),
+        schema_version=schema if type(schema) is int else 0,
+        deep_dirs_skipped=deep if type(deep) is int and deep >= 0 else 0,
     )
 
 

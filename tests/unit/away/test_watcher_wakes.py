@@ -1,12 +1,13 @@
-"""`watch`'s loop looks again soon while autostop's notification goes out (issue 20 item 4):
-with `--interval 3600` the command would otherwise run, and be looked at, an hour after the
-`autostop` event. FAKE collector, stop and autostop (the loop's three collaborators, each a
-few lines that record what the loop asked); the real EventEngine."""
+"""`watch`'s loop (core.away.watcher) looks again soon while autostop's notification goes
+out (issue 20 item 4): with `--interval 3600` the command would otherwise run, and be
+looked at, an hour after the `autostop` event. FAKE collector, stop and autostop (the
+loop's three collaborators, each a few lines that record what the loop asked); the real
+EventEngine."""
 
 from __future__ import annotations
 
-from rgpu_tui.cli.watch import _loop
 from rgpu_tui.core.away.events import EventEngine
+from rgpu_tui.core.away.watcher import Watcher
 from rgpu_tui.core.model.snapshot import Snapshot
 
 
@@ -46,8 +47,10 @@ class FakeAutostop:
 def test_the_loop_looks_again_within_half_a_second_while_notifying(tmp_path) -> None:
     stop = FakeStop(looks=3)
     autostop = FakeAutostop()
-    _loop(FakeCollector(), EventEngine(pushes=False), lambda e: None, stop,
-          str(tmp_path / "state.json"), 3600.0, lambda path, state: None, autostop)  # fmt: skip
+    watcher = Watcher(FakeCollector(), EventEngine(pushes=False), lambda e: None,
+                      str(tmp_path / "state.json"), 3600.0, say=print, autostop=autostop,
+                      save_state=lambda path, state: None)  # fmt: skip
+    watcher.run(stop)
     assert autostop.steps == 3
     assert all(w <= 0.5 for w in stop.waits[:2]), stop.waits
     assert stop.waits[2] > 3000  # then its own interval again

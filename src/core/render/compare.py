@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 from ..base.formatting import fmt_duration, fmt_money, fmt_number
 from ..base.text import printable
+from ..picture.cost import run_spent
 from ..run.train_config import differing_keys
 from .chart_layout import ShownRun
-from .cost import run_spent
 
 LABEL_W = 20
 MIN_COL = 10

@@ -1,7 +1,8 @@
 """The Snapshot as JSON (`rgpu-tui snapshot --json`, `rgpu-tui cost --json`).
 
 Raw strings (json escapes them), NaN and infinities as null, times as ISO 8601 text.
-core.fleet.snapshot_from_json reads it back (a remote host's Snapshot, in the fleet view).
+core.model.snapshot_from_json, beside it, reads it back (a remote host's Snapshot, in the
+fleet view): the codec in both directions, next to the dataclasses (core.model.snapshot).
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import math
 from dataclasses import asdict
 
 from ..base.formatting import iso
-from ..model.snapshot import (
+from .snapshot import (
     Attempt,
     AutostopPlan,
+    Checkpoint,
     CostView,
     GpuView,
     RunChart,
@@ -20,7 +22,6 @@ from ..model.snapshot import (
     Snapshot,
     SystemView,
 )
-from ..run.checkpoints import checkpoint_to_json
 
 LOG_TAIL_LEN = 50
 
@@ -34,6 +35,24 @@ def _clean(value):
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value
+
+
+def checkpoint_to_json(c: Checkpoint) -> dict:
+    return {
+        "name": c.name,
+        "path": c.path,
+        "exists": c.exists,
+        "size": c.size,
+        "epoch": c.epoch,
+        "metric_name": c.metric_name,
+        "metric": c.metric,
+        "problem": c.problem,
+        "valid": c.valid,
+        "invalid": c.invalid,
+        "hub_repo": c.target.repo or None,
+        "hub_path": c.target.path,
+        "hub_problem": c.target.problem,
+    }
 
 
 def run_to_json(r: RunInfo) -> dict:
@@ -184,7 +203,7 @@ def snapshot_to_json(s: Snapshot) -> dict:
 
 
 def chart_to_json(c: RunChart) -> dict:
-    """A RunChart as the chart view gets it (core.fleet.snapshot_from_json reads it back):
+    """A RunChart as the chart view gets it (core.model.snapshot_from_json reads it back):
     every field by name; `series` a list of {"name", "values"}; `config` [key, text] pairs."""
     out = asdict(c)
     out["config"] = [list(pair) for pair in c.config]

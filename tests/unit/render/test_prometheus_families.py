@@ -1,4 +1,4 @@
-"""core.picture.prometheus: one Snapshot as metric families (the exporter's contract), built by
+"""core.render.prometheus: one Snapshot as metric families (the exporter's contract), built by
 the real Collector over real run directories (the libreyolo fixture run, a live run whose pid
 is a real sleeping process, a dead one whose pid is gone) with simulated GPUs (labelled
 fake), at a frozen clock."""
@@ -17,9 +17,9 @@ import pytest
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.base.values import parse_time
 from rgpu_tui.core.model.snapshot import CostView, GpuDevice, GpuView, RunInfo, Snapshot
+from rgpu_tui.core.model.snapshot_json import run_to_json
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.prometheus import METRICS, families, run_labels
-from rgpu_tui.core.picture.snapshot_json import run_to_json
+from rgpu_tui.core.render.prometheus import METRICS, families, run_labels
 
 from ..helpers import SAMPLE_RUN, iso_utc
 

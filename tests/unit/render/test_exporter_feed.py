@@ -1,4 +1,4 @@
-"""core.picture.exporter_feed.MetricsFeed: a scrape reads a Snapshot at most once a second and
+"""core.render.exporter_feed.MetricsFeed: a scrape reads a Snapshot at most once a second and
 is never held up by a refresh stuck on a slow disk. The real Collector over a real run; a
 refresh is held at a gate where a test needs it slow, and the monotonic clock is the test's."""
 
@@ -13,7 +13,7 @@ from support.waiting import wait_until
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.picture.collect import Collector
-from rgpu_tui.core.picture.exporter_feed import MetricsFeed
+from rgpu_tui.core.render.exporter_feed import MetricsFeed
 
 from ..helpers import SAMPLE_RUN
 

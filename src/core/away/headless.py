@@ -1,11 +1,10 @@
-"""What the loops with no screen share (`rgpu-tui watch`, `rgpu-tui agent`): the signals
-that end them, and one refresh that never raises.
+"""What the loops with no screen share (`rgpu-tui watch`, `agent`, `exporter`): the signals
+that end them. (Their refreshes go through core.picture.refresh, the one driver.)
 
 `Stop` turns SIGINT and SIGTERM into a flag and wakes the loop's select() through a
 pipe (the handler does nothing that takes a lock); `Stop.wait` sleeps until the next
 refresh is due, a signal comes, or one of the other file descriptors it is given (the
-agent's stdin) has something to read. `refresh` is one Collector refresh at the wall
-clock, a failure (a reader bug) given back as one line instead of raised.
+agent's stdin) has something to read.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import os
 import select
 import signal
-import time
 
 
 class Stop:
@@ -56,16 +54,3 @@ class Stop:
             signal.signal(sig, old)
         os.close(self._r)
         os.close(self._w)
-
-
-def one_line(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())
-
-
-def refresh(collector, selected: str | None = None, **more):
-    """(snapshot, None), or (None, "Type: message") when the refresh raised. `more`: other
-    keywords of the collector's refresh (the agent's chart request), passed when given."""
-    try:
-        return collector.refresh(now=time.time(), selected=selected, **more), None
-    except Exception as exc:  # a reader bug: the loop goes on
-        return None, one_line(exc)

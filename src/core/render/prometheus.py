@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from ..base.text import printable
 from ..machine.gpu_health import CLOCK_EVENT_NAMES
 from ..model.snapshot import RunInfo, Snapshot
-from .cost import run_spent
-from .idle import machine_idle
+from ..picture.cost import run_spent
+from ..picture.idle import machine_idle
 
 MIB = 1024 * 1024
 KNOWN_STATES = ("running", "stalled", "starting", "completed", "failed", "stopped", "dead")

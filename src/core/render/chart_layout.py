@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 from ..base.formatting import fmt_duration, fmt_money, fmt_number
 from ..base.text import printable
-from ..model.snapshot import RunChart, RunInfo
+from ..model.snapshot import RunChart, RunInfo, Snapshot
+from ..picture.charts import default_panels, run_label
+from ..picture.cost import run_spent
 from .chart_draw import Curve, Mark, Row, XAxis, draw_panel, nice_ceil, text_row
-from .charts import default_panels
-from .cost import run_spent
 
 COLOURS = ("cyan", "magenta", "yellow", "green", "bright_blue", "bright_red")
 SMOOTHING = (0.0, 0.6, 0.9)
@@ -65,6 +65,31 @@ class ShownRun:
     info: RunInfo | None = None
     price_per_hour: float | None = None
     colour: str = COLOURS[0]
+
+
+def shown_run(
+    key: str,
+    run_dir: str,
+    snap: Snapshot,
+    colour: str,
+    *,
+    host: str | None = None,
+    label: str | None = None,
+) -> ShownRun | None:
+    """The one ShownRun builder (the app's chart view, a fleet host's, `rgpu-tui chart`):
+    run `run_dir` of `snap` with its chart, its RunInfo, its label (run_label: its name,
+    with its host; `label` when the caller had to tell two runs of one name apart) and
+    the price of `snap`'s cost, the machine's price as the cost pane shows it (the
+    settings' price_per_hour, or price_command's answer where a refresh read it). None
+    while the run's chart is not in the snapshot."""
+    chart = snap.chart(run_dir)
+    if chart is None:
+        return None
+    info = snap.run(run_dir)
+    if label is None:
+        label = run_label(run_dir, info.name if info is not None else None, host)
+    price = snap.cost.price_per_hour if snap.cost is not None else None
+    return ShownRun(key, label, chart, info, price, colour)
 
 
 def _fnv(text: str) -> int:

@@ -1,5 +1,5 @@
 """A small HTTP server for one WSGI app that slow, silent or numerous clients cannot take
-over: what `rgpu-tui exporter` serves /metrics with (cli/exporter.py).
+over: what `rgpu-tui exporter` serves /metrics with (core.render.metrics_app).
 
 - One thread runs an asyncio loop that holds every connection: no thread and no stack per
   client, only its socket.
@@ -46,7 +46,7 @@ from urllib.parse import unquote
 
 import h11
 
-from .text import printable
+from ..base.text import printable
 
 MAX_CONNECTIONS = 64
 DEADLINE_S = 5.0  # for a request to arrive whole, and again for its answer to be taken

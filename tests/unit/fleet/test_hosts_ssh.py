@@ -1,5 +1,5 @@
-"""core.base.hosts: [[hosts]] in the config, HOST[:ROOT] arguments, and the ssh argv whose
-remote command line the remote shell reads back exactly as given."""
+"""core.base.hosts ([[hosts]] in the config, HOST[:ROOT] arguments) and core.fleet.ssh (the
+ssh argv, whose remote command line the remote shell reads back exactly as given)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from rgpu_tui.core.base.config import ConfigError, load_settings
-from rgpu_tui.core.base.hosts import HostSpec, parse_host_arg, ssh_argv
+from rgpu_tui.core.base.hosts import HostSpec, parse_host_arg
+from rgpu_tui.core.fleet.ssh import ssh_argv
 
 
 def settings_from(tmp_path: Path, text: str):

@@ -3,7 +3,7 @@ holding a scrape up for a slow disk.
 
 A thread of its own refreshes the Collector (the app's: runs, GPUs, system, cost) and the
 weights verdicts (core.records.push_records.UnpushedWeights) and turns the Snapshot into
-families (core.picture.prometheus). It refreshes when asked and only then, so an exporter
+families (core.render.prometheus). It refreshes when asked and only then, so an exporter
 nobody scrapes does no work: `latest()` (a scrape) asks for a refresh when the newest
 Snapshot is `min_age` (1 s) old or older, and waits for it at most `wait` seconds counted
 from when that refresh began; then it serves the newest families it has, however old. So a
@@ -11,7 +11,8 @@ scrape costs at most `wait` plus the formatting, a refresh stuck on a hung disk 
 scrape by `wait` at most and none after it (they serve the last Snapshot, whose age
 `rgpu_exporter_snapshot_timestamp_seconds` shows), and scrapes that come together share one
 refresh. A refresh that raises keeps the previous families and is told to `on_error` once
-per different message. Reads only: nothing here pushes, notifies or stops.
+per different message (core.picture.refresh, the one failure rule). Reads only: nothing
+here pushes, notifies or stops.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..base.headless import one_line
+from ..picture.refresh import RefreshDriver
 from ..records.push_records import UnpushedWeights
 from .prometheus import Family, families
 
@@ -53,7 +54,7 @@ class MetricsFeed:
         self._running_since: float | None = None
         self._done = 0  # refreshes finished (ok or not)
         self._closed = False
-        self._last_error: str | None = None
+        self._driver = RefreshDriver(collector, clock=clock, on_failure=self._tell)
         self._thread: threading.Thread | None = None
         self.refreshes = 0  # successful refreshes (for tests and the bench)
 
@@ -105,7 +106,7 @@ class MetricsFeed:
                     return
                 self._asked = False
                 began = self._running_since = self._mono()
-            got, error = self._refresh()
+            got = self._driver.refresh(then=self._families_of)
             with self._cond:
                 self._running_since = None
                 self._done += 1
@@ -114,15 +115,10 @@ class MetricsFeed:
                     self._families = got
                     self.refreshes += 1
                 self._cond.notify_all()
-            self._tell(error)
 
-    def _refresh(self) -> tuple[list[Family] | None, str | None]:
-        try:
-            snap = self.collector.refresh(now=self._clock())
-            self._weights.forget_others(r.run_dir for r in snap.runs)
-            return families(snap, self._unpushed), None
-        except Exception as exc:  # a reader bug: the last families stay served
-            return None, one_line(exc)
+    def _families_of(self, snap) -> list[Family]:
+        self._weights.forget_others(r.run_dir for r in snap.runs)
+        return families(snap, self._unpushed)
 
     def _unpushed(self, run) -> bool | None:
         try:
@@ -130,10 +126,9 @@ class MetricsFeed:
         except Exception:  # one odd run never spoils the others: its verdict is unknown
             return None
 
-    def _tell(self, error: str | None) -> None:
-        if error is not None and error != self._last_error and self._on_error is not None:
+    def _tell(self, error: str) -> None:
+        if self._on_error is not None:
             try:
                 self._on_error(f"refresh failed: {error} (serving the last Snapshot)")
             except Exception:
                 pass
-        self._last_error = error
