@@ -107,6 +107,9 @@ class RgpuApp(AppRules, App[int]):
 
     def on_mount(self) -> None:
         self._set_layout(self.size)
+
+    def start(self) -> None:
+        """The view is mounted (LocalRuns.mounted): the refresh loop starts."""
         self._refresher.start()
         self.request_refresh()
         compat.report(self, self.fast_paths, self.view.log_pane)  # RGPU_FAST_PATHS_REPORT only

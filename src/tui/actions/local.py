@@ -75,7 +75,7 @@ class LocalRuns:
         self.view = view
 
     def mounted(self) -> None:
-        pass  # the first snapshot comes from the app's first refresh
+        self.app.start()  # the first snapshot comes from the app's first refresh
 
     def closed(self) -> None:
         pass
