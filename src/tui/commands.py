@@ -19,6 +19,7 @@ from textual.screen import Screen
 from .keys_text import action_text
 
 PALETTE_ACTION = "command_palette"
+APP_NAMESPACE = "app."  # "app.quit" bound on a screen is the app's quit
 
 
 class KeysProvider(Provider):
@@ -35,7 +36,10 @@ class KeysProvider(Provider):
                 continue
             if binding.action == PALETTE_ACTION:
                 continue
-            found.setdefault((id(node), binding.action), (node, []))[1].append(binding)
+            action = binding.action
+            if action.startswith(APP_NAMESPACE):  # a screen's key for the app's action
+                node, action = app, action[len(APP_NAMESPACE) :]
+            found.setdefault((id(node), action), (node, []))[1].append(binding)
         for (_node_id, action), (node, bindings) in found.items():
             bindings.sort(key=lambda b: not b.show)  # stable: the footer's first
             name = next((b.description for b in bindings if b.description), "")

@@ -19,10 +19,11 @@ from pathlib import Path
 
 from support.screen_runs import LONG_LINE, append_log, build_screen_root, start_trainer
 from support.tmux import Tmux
+from textual.binding import Binding
 
 from e2e.test_tmux import _need_tmux, home, log_box, terminals  # noqa: F401 (fixtures)
 from rgpu_tui.core.base.config import Settings, config_file_for
-from rgpu_tui.tui.app import RgpuApp
+from rgpu_tui.tui.actions.local import LOCAL_KEYS
 from rgpu_tui.tui.screens.help import WHERE
 from rgpu_tui.tui.widgets.cost import no_price_forms
 
@@ -31,7 +32,7 @@ from .test_tmux import RGPU_TUI
 UI_TIMEOUT = 30.0
 LOADED = "Running validation for epoch 6"
 HELP_LAST = WHERE.split()[-1]  # the help's last word
-FOOTER_WORDS = {b.description for b in RgpuApp._merge_bindings().shown_keys}
+FOOTER_WORDS = {b.description for b in Binding.make_bindings(LOCAL_KEYS) if b.show}
 
 
 def _start(term: Tmux, root: Path, env: dict, tmp_path: Path, *extra: str) -> str:

@@ -136,9 +136,9 @@ PILOT = textwrap.dedent(
 
             await until(lambda: app.snapshot is not None and len(app.snapshot.runs) == 2)
             await pilot.press("v")
-            await until(lambda: app.snapshot.charts and app.chart_view.runs)
+            await until(lambda: app.snapshot.charts and app.view.chart_view.runs)
             await pilot.press("space", "j", "space")
-            await until(lambda: len(app.chart_view.runs) == 2)
+            await until(lambda: len(app.view.chart_view.runs) == 2)
             await pilot.press("t")
             await until(lambda: isinstance(app.screen, CompareScreen))
             body = app.screen.query_one("#body")

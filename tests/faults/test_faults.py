@@ -219,17 +219,17 @@ async def test_half_written_status_json_in_the_app_header(tmp_path, spawn) -> No
     app = RgpuApp(root=str(root), interval=3600.0, fake_gpus=1)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        assert "epoch 5/10" in rendered(app.run_header)
+        assert "epoch 5/10" in rendered(app.view.run_header)
         (run / "status.json").write_bytes(json.dumps(status_doc(epoch=6, **trainer)).encode()[:40])
         app.request_refresh()
-        await wait_for(pilot, lambda: HALF_WRITTEN in rendered(app.run_header))
-        header = rendered(app.run_header)
+        await wait_for(pilot, lambda: HALF_WRITTEN in rendered(app.view.run_header))
+        header = rendered(app.view.run_header)
         assert "RUN" in header and "epoch 5/10" in header
         assert app.refresh_error is None
         (run / "status.json").write_text(json.dumps(status_doc(epoch=6, **trainer)))
         app.request_refresh()
-        await wait_for(pilot, lambda: "epoch 6/10" in rendered(app.run_header))
-        assert HALF_WRITTEN not in rendered(app.run_header)
+        await wait_for(pilot, lambda: "epoch 6/10" in rendered(app.view.run_header))
+        assert HALF_WRITTEN not in rendered(app.view.run_header)
 
 
 # -- the log ---------------------------------------------------------------------------
@@ -378,8 +378,8 @@ def three_done_runs(root: Path) -> None:
 async def select_middle_then_delete_it(app: RgpuApp, pilot, root: Path) -> None:
     await wait_for(pilot, lambda: app.snapshot is not None)
     await pilot.press("j", "enter")
-    await wait_for(pilot, lambda: "middle" in rendered(app.run_header))
-    assert app.log_pane.lines[-1] == "log of middle"
+    await wait_for(pilot, lambda: "middle" in rendered(app.view.run_header))
+    assert app.view.log_pane.lines[-1] == "log of middle"
     shutil.rmtree(root / "middle")
     app.request_refresh()
     await wait_for(pilot, lambda: len(app.snapshot.runs) == 2)
@@ -395,11 +395,11 @@ async def test_selected_run_directory_deleted_while_the_app_runs(tmp_path) -> No
     async with app.run_test(size=(100, 30)) as pilot:
         await select_middle_then_delete_it(app, pilot, root)
         assert app.is_running and app.refresh_error is None
-        assert app.selected == str(root / "newest")
+        assert app.view.selected == str(root / "newest")
         assert app.snapshot.selected.run_dir == str(root / "newest")
-        assert "newest" in rendered(app.run_header)
-        assert app.log_pane.lines[-1] == "log of newest"
-        assert [app.runs_list.get_option_at_index(i).id for i in range(2)] == [
+        assert "newest" in rendered(app.view.run_header)
+        assert app.view.log_pane.lines[-1] == "log of newest"
+        assert [app.view.runs_list.get_option_at_index(i).id for i in range(2)] == [
             str(root / "newest"),
             str(root / "oldest"),
         ]
@@ -416,9 +416,9 @@ async def test_after_the_selected_run_is_deleted_the_list_highlights_the_fallbac
     app = RgpuApp(root=str(root), interval=3600.0, fake_gpus=1)
     async with app.run_test(size=(100, 30)) as pilot:
         await select_middle_then_delete_it(app, pilot, root)
-        assert app.runs_list.highlighted == 0  # newest, the run the header shows
+        assert app.view.runs_list.highlighted == 0  # newest, the run the header shows
         await pilot.press("j", "enter")
-        await wait_for(pilot, lambda: "oldest" in rendered(app.run_header), timeout=3)
+        await wait_for(pilot, lambda: "oldest" in rendered(app.view.run_header), timeout=3)
 
 
 def test_run_directory_deleted_between_listing_and_reading(tmp_path, collector) -> None:
@@ -635,13 +635,13 @@ async def test_simulated_gpu_lost_in_the_app(tmp_path) -> None:
     )
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        assert "LOST" not in rendered(app.gpu_pane)
+        assert "LOST" not in rendered(app.view.gpu_pane)
         for t in (1010.0, 1020.0):
             clock[0] = t
             app.request_refresh()
             await wait_for(pilot, lambda t=t: app.snapshot.generated_at == t)
         await pilot.pause()
-        rows = [line for line in rendered(app.gpu_pane).splitlines() if "4090" in line]
+        rows = [line for line in rendered(app.view.gpu_pane).splitlines() if "4090" in line]
         assert len(rows) == 3
         assert "LOST" in rows[1] and "LOST" not in rows[0] + rows[2]
         assert "%" in rows[0] and "%" in rows[2]
@@ -704,14 +704,14 @@ async def test_sigkilled_trainer_reads_dead_in_the_app(tmp_path, spawn) -> None:
     app = RgpuApp(root=str(tmp_path / "runs"), interval=0.05, fake_gpus=1)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        assert app.runs_list.get_option_at_index(0).prompt.plain.startswith("RUN")
+        assert app.view.runs_list.get_option_at_index(0).prompt.plain.startswith("RUN")
         os.kill(trainer.pid, signal.SIGKILL)
         trainer.wait()
         await wait_for(
-            pilot, lambda: app.runs_list.get_option_at_index(0).prompt.plain.startswith("DEAD")
+            pilot, lambda: app.view.runs_list.get_option_at_index(0).prompt.plain.startswith("DEAD")
         )
-        await wait_for(pilot, lambda: "still says running" in rendered(app.run_header))
-        assert f"process {trainer.pid} is gone" in rendered(app.run_header)
+        await wait_for(pilot, lambda: "still says running" in rendered(app.view.run_header))
+        assert f"process {trainer.pid} is gone" in rendered(app.view.run_header)
 
 
 # -- pushing to the Hub -----------------------------------------------------------------

@@ -102,7 +102,7 @@ async def test_the_app_says_them_and_keeps_the_runs_time(tmp_path: Path) -> None
         [run] = app.snapshot.runs
         assert run.elapsed_seconds == pytest.approx(ELAPSED, abs=0.01)
         await pilot.pause()
-        header = rendered(app.run_header)
+        header = rendered(app.view.run_header)
         assert OUTSIDE in " ".join(header.split()), header  # the run's line before the root's
         assert app.snapshot.problem.endswith(f"1 {NO_TIME} (out of range or not a number)")
         assert "Overflow" not in header and "y" not in header.split("elapsed")[1].split()[0]

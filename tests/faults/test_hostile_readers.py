@@ -336,17 +336,18 @@ async def _check_hostile_app(app: RgpuApp, pilot, root: Path) -> None:
     assert names == set(EXPECTED)
     await pilot.pause()
     listed = [
-        app.runs_list.get_option_at_index(i).prompt.plain for i in range(app.runs_list.option_count)
+        app.view.runs_list.get_option_at_index(i).prompt.plain
+        for i in range(app.view.runs_list.option_count)
     ]
     assert listed[-1] == f"1 directory deeper than {MAX_DEPTH} levels not searched"
     assert len(listed) == len(names) + 1
 
-    app.selected = str(root / "year_1")
+    app.view.selected = str(root / "year_1")
     before = app.snapshot
     app.request_refresh()
     await wait_for(pilot, lambda: app.snapshot is not before)
     await pilot.pause()
-    assert EXPECTED["year_1"] in rendered(app.run_header)
+    assert EXPECTED["year_1"] in rendered(app.view.run_header)
 
     await pilot.press("c")
     await wait_for(pilot, lambda: isinstance(app.screen, CostScreen))

@@ -111,7 +111,7 @@ async def test_a_run_launched_from_the_form_appears_and_is_selected(tmp_path, tr
         # first a NEW entry with the console log, then the real run, selected
         await wait_for(
             pilot,
-            lambda: app.selected is not None and app.selected.endswith("fromform"),
+            lambda: app.view.selected is not None and app.view.selected.endswith("fromform"),
             timeout=120,
         )
         await wait_for(pilot, lambda: app.snapshot.selected_run.state == "completed", timeout=180)
@@ -188,8 +188,8 @@ async def test_stop_refuses_a_run_that_is_not_running(runs_root):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.press("j", "enter")  # the failed run
-        await wait_for(pilot, lambda: app.selected.endswith("failed_oom"))
-        await wait_for(pilot, lambda: app.snapshot.selected.run_dir == app.selected)
+        await wait_for(pilot, lambda: app.view.selected.endswith("failed_oom"))
+        await wait_for(pilot, lambda: app.snapshot.selected.run_dir == app.view.selected)
         await pilot.press("s")
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)

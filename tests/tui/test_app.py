@@ -79,7 +79,7 @@ async def test_selecting_another_run_switches_every_pane(runs_root, size):
         header = rendered(app.query_one(RunHeader))
         assert "DONE" in header and "epoch 3/3" in header and "@ep3" in header
         assert "Training complete" in app.query_one(LogPane).lines[-1]
-        assert app.selected.endswith("sample_done")
+        assert app.view.selected.endswith("sample_done")
 
         await pilot.press("k", "k", "enter")
         await wait_for(pilot, lambda: "live_exp" in rendered(app.query_one(RunHeader)))
@@ -253,9 +253,9 @@ async def test_the_header_formats_the_update_time_the_snapshot_carries(runs_root
         await wait_for(pilot, lambda: app.snapshot is not None)
         snap = app.snapshot
         run = replace(snap.selected_run, updated_at="not a time", updated=snap.generated_at - 75)
-        app.run_header.show(run, snap.generated_at)
+        app.view.run_header.show(run, snap.generated_at)
         await pilot.pause()
-        assert "updated 1m15s ago" in rendered(app.run_header)
+        assert "updated 1m15s ago" in rendered(app.view.run_header)
 
 
 async def test_a_failed_run_without_metrics_says_none_will_come(runs_root, tmp_path):

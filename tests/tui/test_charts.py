@@ -19,9 +19,9 @@ async def open_charts(pilot) -> str:
     app = pilot.app
     await wait_for(pilot, lambda: app.snapshot is not None)
     await pilot.press("v")
-    await wait_for(pilot, lambda: app.snapshot.charts and app.chart_view.runs)
+    await wait_for(pilot, lambda: app.snapshot.charts and app.view.chart_view.runs)
     await pilot.pause()
-    return rendered(app.chart_view)
+    return rendered(app.view.chart_view)
 
 
 def panels(text: str) -> int:
@@ -46,13 +46,13 @@ async def test_v_shows_as_many_panels_as_fit_and_v_again_the_log(runs_root, size
     app = make_app(runs_root)
     async with app.run_test(size=size) as pilot:
         text = await open_charts(pilot)
-        assert app.chart_view.display and not app.log_pane.display
+        assert app.view.chart_view.display and not app.view.log_pane.display
         assert panels(text) >= least
         assert titles(text)[:2] == ["train/loss", "mAP50-95"], text
         assert "┤" in text and "✧" in text  # a y-axis; the best epoch, best.pt not pushed
         await pilot.press("v")
         await pilot.pause()
-        assert app.log_pane.display and not app.chart_view.display
+        assert app.view.log_pane.display and not app.view.chart_view.display
         assert app.collector.charts._built == {}  # closed: the refresh builds none
 
 
@@ -61,26 +61,26 @@ async def test_reading_keys(runs_root):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_charts(pilot)
         await pilot.press("e")
-        assert "smooth 0.6" in rendered(app.chart_view)
+        assert "smooth 0.6" in rendered(app.view.chart_view)
         await pilot.press("e")
-        assert "smooth 0.9" in rendered(app.chart_view)
+        assert "smooth 0.9" in rendered(app.view.chart_view)
         await pilot.press("y")
-        assert "y no outliers" in rendered(app.chart_view)
+        assert "y no outliers" in rendered(app.view.chart_view)
         await pilot.press("y")
-        assert "y log" in rendered(app.chart_view)
+        assert "y log" in rendered(app.view.chart_view)
         await pilot.press("x")
-        text = rendered(app.chart_view)
+        text = rendered(app.view.chart_view)
         assert "x time" in text and "10m" in text  # 60 s epochs
         await pilot.press("x")
-        text = rendered(app.chart_view)
+        text = rendered(app.view.chart_view)
         assert "x cost" in text and "no price for live_exp" in text  # said plainly
         await pilot.press("left")
-        last = rendered(app.chart_view).splitlines()[-1]
+        last = rendered(app.view.chart_view).splitlines()[-1]
         assert last.startswith("epoch 30") and "30m00s" in last
         await pilot.press("left", "left")
-        assert rendered(app.chart_view).splitlines()[-1].startswith("epoch 28")
+        assert rendered(app.view.chart_view).splitlines()[-1].startswith("epoch 28")
         await pilot.press("right")
-        assert rendered(app.chart_view).splitlines()[-1].startswith("epoch 29")
+        assert rendered(app.view.chart_view).splitlines()[-1].startswith("epoch 29")
 
 
 async def test_money_on_the_x_axis_with_a_price(runs_root):
@@ -88,7 +88,7 @@ async def test_money_on_the_x_axis_with_a_price(runs_root):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_charts(pilot)
         await pilot.press("x", "x", "left")
-        text = rendered(app.chart_view)
+        text = rendered(app.view.chart_view)
         assert "x cost" in text and "$1.80" in text.splitlines()[-1]  # 30 x 60 s at $3.60/h
 
 
@@ -104,9 +104,9 @@ async def test_the_picker_filters_and_adds_a_panel_first(runs_root):
         assert shown == ["train/loss"]
         await pilot.press("enter")
         await wait_for(pilot, lambda: not isinstance(app.screen, MetricPickScreen))
-        await wait_for(pilot, lambda: app.chart_view.runs[0].chart.metric("train/loss"))
+        await wait_for(pilot, lambda: app.view.chart_view.runs[0].chart.metric("train/loss"))
         await pilot.pause()
-        first = next(line for line in rendered(app.chart_view).splitlines() if "@ep" in line)
+        first = next(line for line in rendered(app.view.chart_view).splitlines() if "@ep" in line)
         assert first.startswith("train/loss")
 
 
@@ -115,12 +115,12 @@ async def test_marked_runs_are_overlaid_and_compared(runs_root):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_charts(pilot)
         await pilot.press("space", "j", "space")  # live_exp, then failed_oom
-        await wait_for(pilot, lambda: len(app.chart_view.runs) == 2)
-        text = rendered(app.chart_view)
+        await wait_for(pilot, lambda: len(app.view.chart_view.runs) == 2)
+        text = rendered(app.view.chart_view)
         assert "━━ live_exp" in text and "━━ failed_oom" in text
-        lines = [app.runs_list.get_option_at_index(i).prompt.plain for i in range(3)]
+        lines = [app.view.runs_list.get_option_at_index(i).prompt.plain for i in range(3)]
         assert [line.startswith("◉") for line in lines] == [True, True, False]
-        colours = {r.label: r.colour for r in app.chart_view.runs}
+        colours = {r.label: r.colour for r in app.view.chart_view.runs}
         assert len(set(colours.values())) == 2
         await pilot.press("t")
         await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
@@ -129,8 +129,8 @@ async def test_marked_runs_are_overlaid_and_compared(runs_root):
         await pilot.press("t")
         await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
         await pilot.press("k", "space")  # unmark live_exp: failed_oom alone
-        await wait_for(pilot, lambda: len(app.chart_view.runs) == 1)
-        assert app.chart_view.runs[0].label == "failed_oom"
+        await wait_for(pilot, lambda: len(app.view.chart_view.runs) == 1)
+        assert app.view.chart_view.runs[0].label == "failed_oom"
 
 
 async def test_more_than_six_marks_are_refused(runs_root):
@@ -143,7 +143,7 @@ async def test_more_than_six_marks_are_refused(runs_root):
         await wait_for(pilot, lambda: app.snapshot is not None and len(app.snapshot.runs) == 8)
         for _ in range(7):
             await pilot.press("space", "j")
-        assert len(app.marks) == 6
+        assert len(app.runs.marks) == 6
         assert any("at most 6" in str(n.message) for n in app._notifications)
 
 
@@ -159,22 +159,22 @@ async def test_the_view_redraws_only_on_a_new_epoch(runs_root):
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await open_charts(pilot)
-        draws = app.chart_view.draws
+        draws = app.view.chart_view.draws
         elapsed = app.snapshot.selected_run.elapsed_seconds
         for _ in range(3):  # refreshes that find nothing new but the time
             before = app.snapshot
             app.request_refresh()
             await wait_for(pilot, lambda b=before: app.snapshot is not b)
         assert app.snapshot.selected_run.elapsed_seconds > elapsed
-        assert app.chart_view.draws == draws
+        assert app.view.chart_view.draws == draws
         row = {"epoch": 31, "time": 60.0, "train/box_loss": 0.25, "metrics/mAP50": 2.8}
         with (runs_root.root / "live_exp" / "metrics.jsonl").open("a") as f:
             f.write(json.dumps(row) + "\n")
         app.request_refresh()
-        await wait_for(pilot, lambda: app.chart_view.runs[0].chart.epochs[-1] == 31)
+        await wait_for(pilot, lambda: app.view.chart_view.runs[0].chart.epochs[-1] == 31)
         await pilot.pause()
-        assert app.chart_view.draws == draws + 1
-        assert "0.25 @ep31" in rendered(app.chart_view)
+        assert app.view.chart_view.draws == draws + 1
+        assert "0.25 @ep31" in rendered(app.view.chart_view)
 
 
 async def test_metric_rows_say_which_number_is_which(runs_root):

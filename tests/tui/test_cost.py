@@ -150,7 +150,7 @@ async def test_the_gpu_header_and_the_banner_read_one_idle_clock(runs_root):
         # 60 s seen, then a 3600 s gap that counts 120 s: 3 minutes
         assert app.snapshot.cost.idle_now_seconds == 180.0
         assert app.snapshot.gpus.idle_seconds == 180.0
-        assert "IDLE 3m00s" in app.gpu_pane._rows[0].plain
+        assert "IDLE 3m00s" in app.view.gpu_pane._rows[0].plain
         assert rendered(banner).startswith(
             "Idle 3 min (simulated GPUs) — $0.18 spent idle at $3.60/h."
         )

@@ -48,8 +48,8 @@ def assert_plain(app, off: tuple[str, ...]) -> None:
     assert ours == (compat.PARTIAL not in off)
     sleeping = app.driver_class.__module__ == input_wait.__name__  # ours, not Textual's
     assert sleeping == (compat.INPUT not in off)
-    fast_log = "_update_size" in vars(app.log_pane)  # measured in place, on this pane
-    assert fast_log == app.log_pane.fast == (compat.LOG not in off)
+    fast_log = "_update_size" in vars(app.view.log_pane)  # measured in place, on this pane
+    assert fast_log == app.view.log_pane.fast == (compat.LOG not in off)
 
 
 def screen_rows(pane) -> list[str]:
@@ -62,20 +62,20 @@ async def main_flows(app, pilot) -> None:
     dialog, quit."""
     await wait_for(pilot, lambda: app.snapshot is not None)
     await pilot.pause()
-    assert app.runs_list.border_title == "runs (3)"
-    assert rendered(app.gpu_pane).startswith("GPUs 2 simulated")
-    assert app.log_pane.lines[-1] == "11:30:00 Epoch 30 - Average loss: 0.6667"
+    assert app.view.runs_list.border_title == "runs (3)"
+    assert rendered(app.view.gpu_pane).startswith("GPUs 2 simulated")
+    assert app.view.log_pane.lines[-1] == "11:30:00 Epoch 30 - Average loss: 0.6667"
 
     await pilot.press("j", "enter")  # the failed run
-    await wait_for(pilot, lambda: app.selected.endswith("failed_oom"))
-    await wait_for(pilot, lambda: app.snapshot.selected.run_dir == app.selected)
-    await wait_for(pilot, lambda: app.log_pane.is_vertical_scroll_end)
+    await wait_for(pilot, lambda: app.view.selected.endswith("failed_oom"))
+    await wait_for(pilot, lambda: app.snapshot.selected.run_dir == app.view.selected)
+    await wait_for(pilot, lambda: app.view.log_pane.is_vertical_scroll_end)
     await pilot.pause()
     error = "10:00:05 ERROR CUDA out of memory while allocating 2.00 GiB"
-    assert app.log_pane.lines[-1] == error
-    assert error in screen_rows(app.log_pane)  # rendered, not only held
-    assert "failed_oom" in rendered(app.run_header)
-    metrics = rendered(app.metrics_pane)
+    assert app.view.log_pane.lines[-1] == error
+    assert error in screen_rows(app.view.log_pane)  # rendered, not only held
+    assert "failed_oom" in rendered(app.view.run_header)
+    metrics = rendered(app.view.metrics_pane)
     assert metrics.splitlines()[0].startswith("train/loss") and "5" in metrics
 
     await pilot.press("P")  # pick what to push: the small artifacts
@@ -111,7 +111,7 @@ async def screen_svg(runs_root) -> str:
     app = make_app(runs_root)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        await wait_for(pilot, lambda: app.log_pane.is_vertical_scroll_end)
+        await wait_for(pilot, lambda: app.view.log_pane.is_vertical_scroll_end)
         await pilot.pause()
         return app.export_screenshot(simplify=True)
 
@@ -155,7 +155,7 @@ async def test_a_private_module_that_moved_turns_its_fast_path_off(runs_root, mo
     async with app.run_test(size=(100, 30)) as pilot:
         assert_plain(app, (compat.INPUT,))
         await wait_for(pilot, lambda: app.snapshot is not None)
-        assert app.log_pane.lines[-1] == "11:30:00 Epoch 30 - Average loss: 0.6667"
+        assert app.view.log_pane.lines[-1] == "11:30:00 Epoch 30 - Average loss: 0.6667"
 
 
 MOVED = """
@@ -202,7 +202,7 @@ async def test_an_exception_while_installing_turns_only_that_one_off(runs_root, 
     async with app.run_test(size=(100, 30)) as pilot:
         assert_plain(app, (compat.PARTIAL,))
         await wait_for(pilot, lambda: app.snapshot is not None)
-        assert len(app.runs_list.border_title) > 0
+        assert len(app.view.runs_list.border_title) > 0
 
 
 def test_probes_find_a_missing_or_changed_private_name(monkeypatch):

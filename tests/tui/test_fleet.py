@@ -29,8 +29,8 @@ from rgpu_tui.core.launch.resume import ResumePlan
 from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.tui.fleet.app import FleetApp
-from rgpu_tui.tui.fleet.host_screen import HostScreen
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
+from rgpu_tui.tui.screens.runs_view import RunsView
 
 from .conftest import iso
 from .helpers import make_app, notices, rendered, wait_for
@@ -227,7 +227,7 @@ async def test_enter_opens_the_hosts_full_view_and_esc_comes_back(runs_root, mac
         bring_up(app, runs_root, machines)
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("j", "enter")  # h2
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         screen = app.screen
         assert screen.host == "h2"
         h2 = app.fleet["h2"]
@@ -243,7 +243,7 @@ async def test_enter_opens_the_hosts_full_view_and_esc_comes_back(runs_root, mac
         h2.update(snapshot=record(machines["h2"][0], runs_root.now, newest, fake_gpus=1))
         await wait_for(pilot, lambda: "fetching" not in rendered(screen.run_header))
         assert "DEAD  crashed" in rendered(screen.run_header)
-        assert "h2  reachable  rgpu-tui 0.1.0" in rendered(screen.host_bar)
+        assert "h2  reachable  rgpu-tui 0.1.0" in rendered(screen.source.host_bar)
         # another run: another select
         await pilot.press("j", "enter")
         done = str(machines["h2"][0] / "done")
@@ -252,11 +252,11 @@ async def test_enter_opens_the_hosts_full_view_and_esc_comes_back(runs_root, mac
         await wait_for(pilot, lambda: "log  train.log" in rendered(screen.log_title))
         assert "Training complete" in "\n".join(str(x) for x in screen.log_pane.lines)
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: not isinstance(app.screen, RunsView))
         assert h2.sent[-1] == {"cmd": "select", "run": None}  # the table's cost again
         assert app.host_screen is None
         await pilot.press("enter")  # the cursor is still on h2
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         await pilot.press("q")
     assert app.return_code == 0
 
@@ -267,16 +267,16 @@ async def test_a_reconnect_selects_again_and_the_bar_says_when_it_is_down(runs_r
         bring_up(app, runs_root, machines)
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")  # h1
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         h1 = app.fleet["h1"]
         await wait_for(pilot, lambda: len(h1.sent) == 1)
         assert "fetching its metrics and log from h1" in rendered(app.screen.run_header)
         live = str(runs_root.root / "live_exp")
         h1.update(snapshot=record(runs_root.root, runs_root.now, live, **machines["h1"][1]))
-        await wait_for(pilot, lambda: app.screen.selected_run() is not None)
+        await wait_for(pilot, lambda: app.screen.details() is not None)
         h1.update(reachable=False, error="the agent ended (status 137)", since=runs_root.now - 3)
-        await wait_for(pilot, lambda: "unreachable for 3s" in rendered(app.screen.host_bar))
-        assert "the agent ended (status 137)" in rendered(app.screen.host_bar)
+        await wait_for(pilot, lambda: "unreachable for 3s" in rendered(app.screen.source.host_bar))
+        assert "the agent ended (status 137)" in rendered(app.screen.source.host_bar)
         assert "live_exp" in str(app.screen.runs_list.get_option_at_index(0).prompt)  # kept
         await pilot.press("p")  # acting on a host that is down says so at once
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
@@ -296,15 +296,15 @@ async def test_the_full_view_shows_what_the_local_app_shows(runs_root, machines)
         await wait_for(pilot, lambda: local.snapshot is not None)
         await pilot.pause()
         want = {
-            "gpus": rendered(local.gpu_pane),
-            "cost": rendered(local.cost_strip).replace("  (c: cost)", ""),
-            "header": rendered(local.run_header),
-            "metrics": rendered(local.metrics_pane),
-            "log_title": rendered(local.log_title),
-            "log": [str(x) for x in local.log_pane.lines],
+            "gpus": rendered(local.view.gpu_pane),
+            "cost": rendered(local.view.cost_strip).replace("  (c: cost)", ""),
+            "header": rendered(local.view.run_header),
+            "metrics": rendered(local.view.metrics_pane),
+            "log_title": rendered(local.view.log_title),
+            "log": [str(x) for x in local.view.log_pane.lines],
             "runs": [
-                str(local.runs_list.get_option_at_index(i).prompt)
-                for i in range(local.runs_list.option_count)
+                str(local.view.runs_list.get_option_at_index(i).prompt)
+                for i in range(local.view.runs_list.option_count)
             ],
         }
         doc = json.loads(json.dumps(snapshot_to_json(local.snapshot)))
@@ -313,9 +313,9 @@ async def test_the_full_view_shows_what_the_local_app_shows(runs_root, machines)
         app.fleet["h1"].update(reachable=True, snapshot=doc, connects=1, since=runs_root.now)
         await wait_for(pilot, lambda: "yes" in table_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         screen = app.screen
-        await wait_for(pilot, lambda: screen.selected_run() is not None)
+        await wait_for(pilot, lambda: screen.details() is not None)
         await pilot.pause()
         got = {
             "gpus": rendered(screen.gpu_pane),
@@ -356,9 +356,9 @@ async def test_p_pushes_through_the_agent_with_the_same_dialog(runs_root, machin
         assert app.fleet["h1"].state().snapshot["pushes"]["attempts"] == 1  # it travelled
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         h1 = app.fleet["h1"]
-        await wait_for(pilot, lambda: app.screen.selected_run() is not None)
+        await wait_for(pilot, lambda: app.screen.details() is not None)
         await pilot.press("p")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = str(app.screen.query_one("#body").render())
@@ -394,7 +394,7 @@ async def test_s_stops_through_the_agent_and_reports_its_phases(runs_root, machi
         bring_up(app, runs_root, machines)
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = str(app.screen.query_one("#body").render())
@@ -423,7 +423,7 @@ async def test_r_plans_on_the_host_then_resumes_after_the_confirm(runs_root, mac
         bring_up(app, runs_root, machines)
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         await pilot.press("r")  # live_exp is running: refused here, nothing sent
         said = "live_exp is running: r resumes a DEAD or FAILED run (s stops this one)."
         await wait_for(pilot, lambda: said in notices(app))
@@ -455,7 +455,7 @@ async def test_a_hostile_snapshot_never_takes_the_screen_down(runs_root, machine
         bring_up(app, runs_root, machines, selected={"h1": str(runs_root.root / "live_exp")})
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         h1 = app.fleet["h1"]
         good = h1.state().snapshot
         hostile = json.loads(json.dumps(good))
@@ -468,7 +468,7 @@ async def test_a_hostile_snapshot_never_takes_the_screen_down(runs_root, machine
         await wait_for(pilot, lambda: "PWNED" in rendered(app.screen.run_header))
         assert "\x1b" not in rendered(app.screen.run_header)
         h1.update(snapshot={"runs": "not a list"})
-        await wait_for(pilot, lambda: "unreadable" in rendered(app.screen.host_bar))
+        await wait_for(pilot, lambda: "unreadable" in rendered(app.screen.source.host_bar))
         assert "PWNED" in rendered(app.screen.run_header)  # the last good one stays
         assert app.is_running
         await pilot.press("escape")
@@ -498,9 +498,9 @@ async def test_a_line_longer_than_the_width_is_cut_not_dropped(runs_root, machin
         app.fleet["h1"].update(reachable=True, snapshot=doc, connects=1, version="0.1.0")
         await wait_for(pilot, lambda: "yes" in table_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         await pilot.pause()
-        bar = app.screen.host_bar
+        bar = app.screen.source.host_bar
         painted = "".join(seg.text for seg in bar.render_line(0))
         assert painted.startswith("h1  reachable  rgpu-tui 0.1.0  /data/very-long-folder")
         assert painted.endswith("…")
@@ -521,7 +521,7 @@ async def test_the_table_under_a_hosts_view_waits_for_esc(runs_root, machines):
         bring_up(app, runs_root, machines)
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         before = list(app.table._keys)
         doc = json.loads(json.dumps(app.fleet["h2"].state().snapshot))
         doc["gpus"]["devices"][0]["util_percent"] = 97.0
@@ -549,7 +549,7 @@ async def test_a_hosts_autostop_plan_in_the_table_and_its_view(runs_root, machin
         await wait_for(pilot, lambda: "in 4m30s" in table_text(app))
         assert table_text(app).splitlines()[0].split()[-1] == "autostop"
         await pilot.press("j", "enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         await pilot.pause()
         line = rendered(app.screen.autostop_line)
         assert line == "autostop in 4m30s: all weights on the Hub (on h2)"
@@ -584,7 +584,7 @@ async def test_charts_of_runs_marked_on_two_hosts_are_overlaid(runs_root, machin
         live = str(runs_root.root / "live_exp")
         done = str(machines["h2"][0] / "done")
         await pilot.press("enter")  # h1
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         await pilot.press("v")
         await wait_for(pilot, lambda: charts_sent(h1) == [[live]])
         assert charts_sent(h2) == []  # no chart asked of a host with nothing to draw
@@ -596,12 +596,10 @@ async def test_charts_of_runs_marked_on_two_hosts_are_overlaid(runs_root, machin
         assert "box_loss" in text and "┤" in text
         await pilot.press("space")  # mark h1's live_exp
         await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: not isinstance(app.screen, RunsView))
         assert charts_sent(h1)[-1] == []  # the view closed: none
         await pilot.press("j", "enter")  # h2
-        await wait_for(
-            pilot, lambda: isinstance(app.screen, HostScreen) and app.screen.host == "h2"
-        )
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView) and app.screen.host == "h2")
         screen = app.screen
         await wait_for(pilot, lambda: screen.runs_list.option_count == 2)
         await pilot.press("j", "space")  # mark h2's done

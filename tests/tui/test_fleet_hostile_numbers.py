@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from rgpu_tui.tui.fleet.host_screen import HostScreen
+from rgpu_tui.tui.screens.runs_view import RunsView
 
 from .helpers import rendered, wait_for
 from .test_fleet import bring_up, fleet_app, machines, table_text  # noqa: F401 (a fixture)
@@ -19,7 +19,7 @@ async def test_out_of_range_numbers_are_unknown_and_the_header_says_which(runs_r
         bring_up(app, runs_root, machines, selected={"h1": live})
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         h1 = app.fleet["h1"]
         odd = json.loads(json.dumps(h1.state().snapshot))
         [run] = [r for r in odd["runs"] if r["run_dir"] == live]

@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.keys import format_key
 from textual.screen import Screen
 
+from rgpu_tui.tui.actions.local import LOCAL_KEYS
 from rgpu_tui.tui.app import RgpuApp
 from rgpu_tui.tui.screens.help import HelpScreen
 from rgpu_tui.tui.widgets.log_pane import LogPane
@@ -38,6 +39,14 @@ def _own_bindings(widget_class) -> dict[str, set[str]]:
     return found
 
 
+def _view_keys() -> dict[str, set[str]]:
+    """The local run view's keys (its source's: actions.local.LOCAL_KEYS), by action."""
+    found: dict[str, set[str]] = {}
+    for binding in Binding.make_bindings(LOCAL_KEYS):
+        found.setdefault(f"{binding.key} ({binding.action})", set()).update(_shown(binding))
+    return found
+
+
 def _all_bound() -> set[str]:
     """Every key that does something on the main screen (the log's are Textual's scroll
     keys) or closes the help."""
@@ -48,6 +57,8 @@ def _all_bound() -> set[str]:
         for bindings in cls._merge_bindings().key_to_bindings.values():
             for binding in bindings:
                 names |= _shown(binding)
+    for shown in _view_keys().values():
+        names |= shown
     return names
 
 
@@ -80,7 +91,7 @@ async def _help_keys(runs_root) -> set[str]:
 
 async def test_every_key_of_the_app_is_on_the_help_screen(runs_root):
     on_help = await _help_keys(runs_root)
-    bound = {**_own_bindings(RgpuApp), **_own_bindings(RunsList)}
+    bound = {**_own_bindings(RgpuApp), **_view_keys(), **_own_bindings(RunsList)}
     missing = sorted(key for key, names in bound.items() if not names & on_help)
     assert not missing, f"keys missing from the help screen: {missing}"
     stale = sorted(on_help - _all_bound())
@@ -95,6 +106,6 @@ def test_every_key_of_the_app_is_in_the_readme_keys_line():
         for quoted in re.findall(r"`([^`]+)`", paragraph)
         for w in (["/"] if quoted == "/" else quoted.split("/"))
     }
-    bound = {**_own_bindings(RgpuApp), **_own_bindings(RunsList)}
+    bound = {**_own_bindings(RgpuApp), **_view_keys(), **_own_bindings(RunsList)}
     missing = sorted(key for key, names in bound.items() if not names & in_readme)
     assert not missing, f"keys missing from README's Keys line: {missing}"

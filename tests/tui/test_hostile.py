@@ -46,29 +46,35 @@ async def test_every_pane_shows_control_sequences_visibly(tmp_path: Path) -> Non
     app = _app(root)
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        await wait_for(pilot, lambda: app.log_pane.line_count > 0)
+        await wait_for(pilot, lambda: app.view.log_pane.line_count > 0)
         await pilot.pause()
         assert app.snapshot.selected.run_dir == str(root / HOSTILE_NAME)
 
-        runs = [str(app.runs_list.get_option_at_index(i).prompt) for i in range(3)]
+        runs = [str(app.view.runs_list.get_option_at_index(i).prompt) for i in range(3)]
         assert any("evil^[]0;PWNED^G" in line for line in runs), runs
         assert any("csvask^[[6n" in line for line in runs), runs
         assert any("bad\\xffname^Jsecond line" in line for line in runs), runs
 
-        header = rendered(app.run_header)
+        header = rendered(app.view.run_header)
         assert "evil^[]0;PWNED^G" in header
         # model_family-model_size ("t" + "ask\x1b[6n")
         assert "yolo^[]52;c;ZWNobyBwd25lZA==^G-task^[[6n" in header
         assert "Boom^[]52;c;ZWNobyBwd25lZA==^G: clear^[[2J ask^[[6n c1\\x9b31m" in header
 
-        assert "mAP^[]0;PWNED…" in rendered(app.metrics_pane)  # cut at 14 columns
+        assert "mAP^[]0;PWNED…" in rendered(app.view.metrics_pane)  # cut at 14 columns
 
-        log = list(app.log_pane.lines)
+        log = list(app.view.log_pane.lines)
         for shown in ("^[]0;PWNED^G", "^[]52;c;ZWNobyBwd25lZA==^G", "clear^[[2J", "ask^[[6n"):
             assert shown in log, shown
 
         painted = "\n".join(
-            _strips_text(w) for w in (app.runs_list, app.run_header, app.metrics_pane, app.log_pane)
+            _strips_text(w)
+            for w in (
+                app.view.runs_list,
+                app.view.run_header,
+                app.view.metrics_pane,
+                app.view.log_pane,
+            )
         )
         assert "evil^[]0;PWNED" in painted and "ask^[[6n" in painted
         assert unsafe_chars(painted) == []
@@ -83,8 +89,8 @@ async def test_a_results_csv_column_name_shows_visibly(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.pause()
-        assert "loss^[[2J" in rendered(app.metrics_pane)
-        assert unsafe_chars(_strips_text(app.metrics_pane)) == []
+        assert "loss^[[2J" in rendered(app.view.metrics_pane)
+        assert unsafe_chars(_strips_text(app.view.metrics_pane)) == []
 
 
 async def test_a_non_utf8_name_with_a_newline_is_selected_without_a_crash(tmp_path) -> None:
@@ -93,12 +99,12 @@ async def test_a_non_utf8_name_with_a_newline_is_selected_without_a_crash(tmp_pa
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         index = next(  # by its directory: a long name is shortened in the list
-            i for i in range(3) if "bad" in str(app.runs_list.get_option_at_index(i).id)
+            i for i in range(3) if "bad" in str(app.view.runs_list.get_option_at_index(i).id)
         )
-        app.runs_list.highlighted = index
+        app.view.runs_list.highlighted = index
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "bad\\xffname" in rendered(app.run_header))
-        assert "bad\\xffname^Jsecond line" in rendered(app.run_header)
+        await wait_for(pilot, lambda: "bad\\xffname" in rendered(app.view.run_header))
+        assert "bad\\xffname^Jsecond line" in rendered(app.view.run_header)
         assert app.is_running and app.return_code is None
 
 
@@ -181,5 +187,5 @@ async def test_metric_values_whose_range_overflows_draw_a_sparkline(tmp_path: Pa
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.selected)
         await pilot.pause()
-        assert "train/loss █▁▅" in rendered(app.metrics_pane)
+        assert "train/loss █▁▅" in rendered(app.view.metrics_pane)
         assert app.is_running

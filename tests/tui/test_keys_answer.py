@@ -17,10 +17,10 @@ from textual.command import CommandPalette
 
 from rgpu_tui.core.records.autostop_files import AutostopFiles, someone_holds
 from rgpu_tui.tui.commands import KeysProvider
-from rgpu_tui.tui.fleet.host_screen import HostScreen
 from rgpu_tui.tui.screens.dialogs import ConfirmScreen
 from rgpu_tui.tui.screens.help import HelpScreen
 from rgpu_tui.tui.screens.launch import LaunchScreen
+from rgpu_tui.tui.screens.runs_view import RunsView
 
 from .helpers import make_app, notices, rendered, wait_for
 from .test_fleet import (
@@ -37,7 +37,7 @@ async def test_c_n_g_a_in_a_hosts_view_each_say_where_it_is_done(runs_root, mach
         bring_up(app, runs_root, machines)
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")  # h1
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         h1 = app.fleet["h1"]
         sent = list(h1.sent)
         said = {
@@ -51,7 +51,7 @@ async def test_c_n_g_a_in_a_hosts_view_each_say_where_it_is_done(runs_root, mach
             await pilot.press(key)
             await wait_for(pilot, lambda n=want: len(notices(app)) == n)
             assert text in notices(app)[-1], notices(app)
-            assert isinstance(app.screen, HostScreen)  # no dialog, nothing else
+            assert isinstance(app.screen, RunsView)  # no dialog, nothing else
         assert h1.sent == sent  # nothing went to the agent
 
 
@@ -93,7 +93,7 @@ async def test_r_on_a_launch_that_never_started_says_so_without_its_internal_pat
         await wait_for(pilot, lambda: app.snapshot is not None)
         run = next(r for r in app.snapshot.runs if r.name == name)
         assert run.state == "failed"
-        app.selected = run.run_dir
+        app.view.selected = run.run_dir
         app.request_refresh()
         await wait_for(pilot, lambda: app.snapshot.selected_run.name == name)
         await pilot.press("r")
@@ -104,13 +104,16 @@ async def test_r_on_a_launch_that_never_started_says_so_without_its_internal_pat
         assert ".rgpu" not in said
 
 
-def _own_bindings(node_class) -> list[Binding]:
-    return [
+def _own_bindings(node) -> list[Binding]:
+    """The keys rgpu-tui binds on `node`'s class (and its bases), and a run view's own (its
+    source's: RunsView.keys)."""
+    own = [
         b
-        for cls in node_class.__mro__
+        for cls in type(node).__mro__
         if cls.__module__.startswith("rgpu_tui.") and "BINDINGS" in vars(cls)
         for b in Binding.make_bindings(vars(cls)["BINDINGS"])
     ]
+    return own + list(Binding.make_bindings(getattr(node, "keys", [])))
 
 
 async def test_the_palette_lists_every_bound_action_with_its_key_and_runs_it(runs_root):
@@ -119,18 +122,18 @@ async def test_the_palette_lists_every_bound_action_with_its_key_and_runs_it(run
         await wait_for(pilot, lambda: app.snapshot is not None)
         provider = KeysProvider(app.screen)
         titles = [title for title, *_ in provider.commands()]
-        for binding in _own_bindings(type(app)):  # generic: a key added later is listed
-            if _available(app, binding):
+        for binding in _own_bindings(app.view):  # generic: a key added later is listed
+            if _available(app.view, binding):
                 assert _listed(app, binding, titles), (binding, titles)
             else:  # a key that acts only in a view (the charts' `e`) is not offered outside it
                 assert not _listed(app, binding, titles), (binding, titles)
         assert not _listed(app, Binding("e", "chart_smooth", "Smooth"), titles)
         await pilot.press("v")  # in the chart view its keys are offered
-        await wait_for(pilot, lambda: app.charts_open)
+        await wait_for(pilot, lambda: app.view.charts_open)
         titles = [title for title, *_ in KeysProvider(app.screen).commands()]
         assert _listed(app, Binding("e", "chart_smooth", "Smooth"), titles), titles
         await pilot.press("v")
-        await wait_for(pilot, lambda: not app.charts_open)
+        await wait_for(pilot, lambda: not app.view.charts_open)
         titles = [title for title, *_ in KeysProvider(app.screen).commands()]
         assert "Quit (q, ^q)" in titles  # the footer's key first, Textual's own after
         assert "Push… (P)" in titles and "Resume (r)" in titles  # hidden from the footer
@@ -178,9 +181,9 @@ async def test_the_palette_in_a_hosts_view_lists_that_screens_keys(runs_root, ma
         bring_up(app, runs_root, machines)
         await wait_for(pilot, lambda: "Connection refused" in table_text(app))
         await pilot.press("enter")
-        await wait_for(pilot, lambda: isinstance(app.screen, HostScreen))
+        await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         titles = [title for title, *_ in KeysProvider(app.screen).commands()]
-        for binding in _own_bindings(HostScreen):
+        for binding in _own_bindings(app.screen):
             if _available(app.screen, binding):
                 assert _listed(app, binding, titles), (binding, titles)
         assert "Quit (q, ^q)" in titles  # the app's own
@@ -225,10 +228,10 @@ async def test_the_palette_says_one_short_sentence_per_action_the_same_as_help(r
 
         look()  # the main screen
         await pilot.press("v")
-        await wait_for(pilot, lambda: app.charts_open)
+        await wait_for(pilot, lambda: app.view.charts_open)
         look()  # the chart view's keys
         await pilot.press("v")
-        await wait_for(pilot, lambda: not app.charts_open)
+        await wait_for(pilot, lambda: not app.view.charts_open)
         await pilot.press("n")
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
         look()  # the launch form's

@@ -118,7 +118,7 @@ async def test_a_burst_of_edits_in_one_field_applies_in_order(runs_root):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.press("v")
-        await wait_for(pilot, lambda: app.charts_open)
+        await wait_for(pilot, lambda: app.view.charts_open)
         await pilot.press("slash")
         await wait_for(pilot, lambda: isinstance(app.screen, MetricPickScreen))
         field = app.screen.query_one("#filter", Input)

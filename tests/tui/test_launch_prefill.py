@@ -58,7 +58,7 @@ async def test_the_form_clones_the_selected_run_and_keeps_what_was_typed(runs_ro
         assert (_field(form, "epochs"), _field(form, "model")) == ("5", "yolo9-t")
         await _close(pilot, app)
         # another run: its own clone, from its train_config.yaml
-        app.selected = str(runs_root.root / "sample_done")
+        app.view.selected = str(runs_root.root / "sample_done")
         app.request_refresh()
         await wait_for(pilot, lambda: app.snapshot.selected_run.name == "sample_done")
         form = await _open(pilot, app)

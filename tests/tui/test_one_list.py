@@ -27,7 +27,9 @@ async def test_the_app_snapshot_agent_and_watch_list_the_same_one_run(tmp_path: 
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and app.snapshot.runs)
         shown = {(r.run_dir, r.name) for r in app.snapshot.runs}
-        await wait_for(pilot, lambda: "elapsed 1m10s in 2 attempts" in rendered(app.run_header))
+        await wait_for(
+            pilot, lambda: "elapsed 1m10s in 2 attempts" in rendered(app.view.run_header)
+        )
     assert shown == want
     assert snapshot_list(project, env) == want
     assert agent_list(project, env) == want

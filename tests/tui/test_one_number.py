@@ -177,16 +177,16 @@ async def _compare_views(tmp_path: Path, project: Path, runs: dict) -> None:
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and len(app.snapshot.runs) == 5)
         for name, (d, _state) in runs.items():
-            app.selected = str(d)
+            app.view.selected = str(d)
             app.request_refresh()
             await wait_for(
                 pilot,
                 lambda d=d, name=name: (
                     app.snapshot.selected.run_dir == str(d)
-                    and f" {name} " in rendered(app.run_header) + " "
+                    and f" {name} " in rendered(app.view.run_header) + " "
                 ),
             )
-            header, strip = rendered(app.run_header), rendered(app.cost_strip)
+            header, strip = rendered(app.view.run_header), rendered(app.view.cost_strip)
             await pilot.press("c")
             await wait_for(pilot, lambda: type(app.screen).__name__ == "CostScreen")
             view = rendered(app.screen.query_one("#body"))

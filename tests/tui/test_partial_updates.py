@@ -108,7 +108,7 @@ async def test_a_gpu_reading_repaints_only_its_cells(runs_root, monkeypatch) -> 
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.pause()
-        pane = app.gpu_pane
+        pane = app.view.gpu_pane
         snap = app.snapshot
         marked: list[tuple] = []
         original = LinePane.refresh
@@ -156,8 +156,8 @@ async def test_rows_render_as_textual_renders_them(runs_root) -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.press("j", "enter")  # the failed run: red error rows
-        await wait_for(pilot, lambda: app.selected.endswith("failed_oom"))
-        await wait_for(pilot, lambda: app.snapshot.selected.run_dir == app.selected)
+        await wait_for(pilot, lambda: app.view.selected.endswith("failed_oom"))
+        await wait_for(pilot, lambda: app.snapshot.selected.run_dir == app.view.selected)
         await pilot.pause()
         checked = 0
         for pane in app.query(LinePane):
@@ -177,7 +177,7 @@ async def test_log_lines_render_as_textual_log_renders_them(runs_root) -> None:
     app = make_app(runs_root, gpus=None)
     async with app.run_test(size=(60, 30)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        pane = app.log_pane
+        pane = app.view.log_pane
         width = pane.size.width
         plain = ["x", "epoch 3/10 loss 1.25", "a" * (width - 1), "b" * width, "c" * 300]
         other = ["", "tab\there", "数据 loss", "bell\x07", "é"]
@@ -212,7 +212,7 @@ async def test_log_lines_are_held_back_then_shown_with_the_next_refresh(
     app = make_app(runs_root, gpus=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        pane = app.log_pane
+        pane = app.view.log_pane
         path = "/x/train.log"
         pane.show(LogView(path, ("a", "b", "c")))  # another log: at once
         assert pane.lines[-1] == "c" and pane.pending_in() is None
@@ -227,7 +227,7 @@ async def test_log_lines_are_held_back_then_shown_with_the_next_refresh(
         clock.t += 0.1
         pane.show(LogView("/y/train.log", ("other",)))  # switching runs is never held
         assert list(pane.lines) == ["other"]
-        assert app.log_title.title == "log  train.log"
+        assert app.view.log_title.title == "log  train.log"
 
 
 async def test_the_app_refreshes_sooner_when_the_log_holds_lines(runs_root) -> None:
@@ -241,7 +241,9 @@ async def test_the_app_refreshes_sooner_when_the_log_holds_lines(runs_root) -> N
         app.request_refresh()
         await wait_for(pilot, lambda: app.snapshot is not first)
         # shown now, or held back and shown by a refresh within LOG_PERIOD, not in an hour
-        await wait_for(pilot, lambda: app.log_pane.lines[-1].endswith("one more line"), timeout=5)
+        await wait_for(
+            pilot, lambda: app.view.log_pane.lines[-1].endswith("one more line"), timeout=5
+        )
 
 
 def test_gpu_history_buckets_are_slice_means_that_skip_gaps() -> None:

@@ -43,8 +43,8 @@ async def test_p_pushes_best_pt_and_the_header_says_so(tmp_path, hub):
         data = (run / "weights" / "best.pt").read_bytes()
         assert hub.file_bytes("alice/ckpts", "exp1/best.pt") == data
         assert len(hub.commits("alice/ckpts")) == 1
-        await wait_for(pilot, lambda: "pushed best.pt ep37" in rendered(app.run_header), 10)
-        assert not app.push_bar.has_class("-on")
+        await wait_for(pilot, lambda: "pushed best.pt ep37" in rendered(app.view.run_header), 10)
+        assert not app.view.push_bar.has_class("-on")
 
         # the same file again: no new commit
         await pilot.press("p")
@@ -55,7 +55,9 @@ async def test_p_pushes_best_pt_and_the_header_says_so(tmp_path, hub):
 
         # best.pt rewritten on disk: the header warns until it is pushed again
         (run / "weights" / "best.pt").write_bytes(checkpoint_bytes(150_000, seed=7))
-        await wait_for(pilot, lambda: "best.pt changed since pushed" in rendered(app.run_header))
+        await wait_for(
+            pilot, lambda: "best.pt changed since pushed" in rendered(app.view.run_header)
+        )
 
         # P: pick last.pt
         await pilot.press("P")
@@ -68,7 +70,7 @@ async def test_p_pushes_best_pt_and_the_header_says_so(tmp_path, hub):
         last = hashlib.sha256((run / "weights" / "last.pt").read_bytes()).digest()
         assert hashlib.sha256(hub.file_bytes("alice/ckpts", "exp1/last.pt")).digest() == last
     token_nowhere(run, *notices(app))
-    assert all(t not in rendered(app.run_header) for t in TOKENS)
+    assert all(t not in rendered(app.view.run_header) for t in TOKENS)
 
 
 async def test_a_failed_push_is_one_clear_notice(tmp_path, hub, monkeypatch):
@@ -86,7 +88,7 @@ async def test_a_failed_push_is_one_clear_notice(tmp_path, hub, monkeypatch):
         [message] = [n for n in notices(app) if "401" in n]
         assert "hf auth login" in message and "\n" not in message
         assert HF + "NotAValidToken" not in message
-        await wait_for(pilot, lambda: "last push failed" in rendered(app.run_header))
+        await wait_for(pilot, lambda: "last push failed" in rendered(app.view.run_header))
 
 
 async def test_no_repo_set_says_how_to_set_one(tmp_path):

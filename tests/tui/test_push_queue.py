@@ -75,7 +75,7 @@ async def test_pushes_from_two_threads_at_once_share_one_queue(runs_root, monkey
         def submit(tag: str) -> None:  # as a key (UI thread) and auto-push (refresher) do
             go.wait(timeout=10)
             for i in range(PER_THREAD):
-                app._submit_push(PushRequest(run_dir=f"/runs/{tag}{i}", file="best.pt"))
+                app.runs.submit_push(PushRequest(run_dir=f"/runs/{tag}{i}", file="best.pt"))
 
         threads = [threading.Thread(target=submit, args=(tag,)) for tag in ("ui", "refresh")]
         for t in threads:
@@ -93,5 +93,5 @@ async def test_pushes_from_two_threads_at_once_share_one_queue(runs_root, monkey
         assert len([t for t in push_threads() if t.name == "rgpu-push"]) == 1
 
     # a refresh still in flight when the app exits asks for an auto-push: nothing starts
-    app._submit_push(PushRequest(run_dir="/runs/late", file="best.pt"))
+    app.runs.submit_push(PushRequest(run_dir="/runs/late", file="best.pt"))
     assert len(made) == 1 and not made[0].busy()

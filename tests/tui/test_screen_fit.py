@@ -97,9 +97,9 @@ async def test_the_runs_list_narrows_at_80_columns_and_the_log_gets_the_width(
     async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.pause()
-        assert app.runs_list.outer_size.width == list_w
-        assert app.log_pane.size.width == size[0] - list_w
-        first = app.runs_list.get_option_at_index(0).prompt.plain
+        assert app.view.runs_list.outer_size.width == list_w
+        assert app.view.log_pane.size.width == size[0] - list_w
+        first = app.view.runs_list.get_option_at_index(0).prompt.plain
         assert first == ("RUN  live_exp" if size[0] < 100 else "RUN   30% live_exp")
 
 
@@ -108,7 +108,7 @@ async def test_the_header_keeps_its_simulated_gpus_at_80_columns(runs_root):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
         await pilot.pause()
-        top = rendered(app.run_header).splitlines()[0]
+        top = rendered(app.view.run_header).splitlines()[0]
         assert top.rstrip().endswith("epoch 30/100  sim GPUs 0-1"), top
 
 
@@ -140,7 +140,7 @@ def test_shared_rows():
 
 def _log_rows(app) -> tuple[int, int]:
     """(rows of the log pane, rows that show a line)."""
-    log = app.log_pane
+    log = app.view.log_pane
     return log.size.height, min(len(log.lines) - int(log.scroll_y), log.size.height)
 
 
@@ -154,9 +154,11 @@ async def test_at_120x40_the_log_has_no_empty_rows_while_metrics_are_left_out(tm
     root = build_screen_root(tmp_path)
     app = _screen_app(root)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.snapshot is not None and len(app.log_pane.lines) == 6)
+        await wait_for(
+            pilot, lambda: app.snapshot is not None and len(app.view.log_pane.lines) == 6
+        )
         await pilot.pause()
-        metrics = app.metrics_pane
+        metrics = app.view.metrics_pane
         height, used = _log_rows(app)
         pages = metrics._pages
         assert len(pages) > 1  # 38 metrics do not fit: some are left out
@@ -165,8 +167,8 @@ async def test_at_120x40_the_log_has_no_empty_rows_while_metrics_are_left_out(tm
         assert metrics.border_title.startswith("metrics 1/")
         append_log(root, [f"line {i}" for i in range(40)])
         app.request_refresh()
-        await wait_for(pilot, lambda: len(app.log_pane.lines) == 46)
-        await wait_for(pilot, lambda: app.metrics_pane.size.height == TALL_ROWS)
+        await wait_for(pilot, lambda: len(app.view.log_pane.lines) == 46)
+        await wait_for(pilot, lambda: app.view.metrics_pane.size.height == TALL_ROWS)
         height, used = _log_rows(app)
         assert used == height  # a full log: every row shows a line
 
@@ -175,16 +177,18 @@ async def test_at_80x24_the_panes_share_the_rows(tmp_path):
     root = build_screen_root(tmp_path)
     app = _screen_app(root)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.snapshot is not None and len(app.log_pane.lines) == 6)
+        await wait_for(
+            pilot, lambda: app.snapshot is not None and len(app.view.log_pane.lines) == 6
+        )
         await pilot.pause()
         height, used = _log_rows(app)
         assert height - used <= 1 and used == 6
-        assert app.metrics_pane.size.height > 3  # more than the 3 of a full log
+        assert app.view.metrics_pane.size.height > 3  # more than the 3 of a full log
 
 
 async def _focus_log(pilot, app) -> None:
     await pilot.press("tab")
-    await wait_for(pilot, lambda: app.focused is app.log_pane)
+    await wait_for(pilot, lambda: app.focused is app.view.log_pane)
 
 
 async def test_the_log_says_it_follows_or_is_paused_with_the_lines_since(tmp_path):
@@ -192,8 +196,8 @@ async def test_the_log_says_it_follows_or_is_paused_with_the_lines_since(tmp_pat
     append_log(root, [f"early line {i}" for i in range(60)])
     app = _screen_app(root)
     async with app.run_test(size=(100, 30)) as pilot:
-        title = app.log_title
-        await wait_for(pilot, lambda: app.snapshot is not None and app.log_pane.lines)
+        title = app.view.log_title
+        await wait_for(pilot, lambda: app.snapshot is not None and app.view.log_pane.lines)
         await wait_for(pilot, lambda: "following" in title.state)
         assert rendered(title).startswith("─ log  train.log ─ following ─")
         await _focus_log(pilot, app)
@@ -202,22 +206,22 @@ async def test_the_log_says_it_follows_or_is_paused_with_the_lines_since(tmp_pat
         await wait_for(pilot, lambda: title.state == "paused")
         shown = rendered(title)
         assert "paused (end: follow)" in shown
-        top = app.log_pane.scroll_y
+        top = app.view.log_pane.scroll_y
         append_log(root, ["new one", "new two"])
         time.sleep(0.01)
         app.request_refresh()
         await wait_for(pilot, lambda: title.state == "paused, 2 new lines", timeout=15)
-        assert app.log_pane.scroll_y == top  # it keeps its place
-        assert app.log_pane.lines[-1].endswith("new two")
+        assert app.view.log_pane.scroll_y == top  # it keeps its place
+        assert app.view.log_pane.lines[-1].endswith("new two")
         await pilot.press("end")
         await wait_for(pilot, lambda: title.state == "following")
-        assert app.log_pane.is_vertical_scroll_end
+        assert app.view.log_pane.is_vertical_scroll_end
         # following again: new lines scroll into view, nothing is counted
         append_log(root, ["new three"])
         app.request_refresh()
-        await wait_for(pilot, lambda: app.log_pane.lines[-1].endswith("new three"), timeout=15)
-        await wait_for(pilot, lambda: app.log_pane.is_vertical_scroll_end)
-        assert title.state == "following" and app.log_pane.unseen == 0
+        await wait_for(pilot, lambda: app.view.log_pane.lines[-1].endswith("new three"), timeout=15)
+        await wait_for(pilot, lambda: app.view.log_pane.is_vertical_scroll_end)
+        assert title.state == "following" and app.view.log_pane.unseen == 0
 
 
 async def test_another_run_is_followed_from_its_end(tmp_path):
@@ -232,21 +236,21 @@ async def test_another_run_is_followed_from_its_end(tmp_path):
                 f.writelines(f"{run.name} line {i}\n" for i in range(60))
     app = _screen_app(root)
     async with app.run_test(size=(100, 30)) as pilot:
-        pane = app.log_pane
+        pane = app.view.log_pane
         await wait_for(pilot, lambda: app.snapshot is not None and len(pane.lines) > 60)
         await _focus_log(pilot, app)
         await pilot.press("pageup")
-        await wait_for(pilot, lambda: app.log_title.state == "paused")
+        await wait_for(pilot, lambda: app.view.log_title.state == "paused")
         assert not pane.is_vertical_scroll_end
         await pilot.press("tab")  # back to the runs list; another run
         await pilot.press("j", "enter")
         await wait_for(pilot, lambda: app.snapshot.selected.run_dir != str(root / LIVE))
-        await wait_for(pilot, lambda: app.log_title.state == "following")
+        await wait_for(pilot, lambda: app.view.log_title.state == "following")
         other = app.snapshot.selected.log
         await wait_for(pilot, lambda: pane.lines and pane.lines[-1] == compact(other.lines[-1]))
         assert pane.max_scroll_y > 0  # its log scrolls: following is not for free
         await wait_for(pilot, lambda: pane.is_vertical_scroll_end)
-        assert app.log_title.state == "following" and pane.unseen == 0
+        assert app.view.log_title.state == "following" and pane.unseen == 0
 
 
 def test_cut_words_cuts_between_words():
@@ -297,7 +301,7 @@ async def test_readmes_frame_is_what_the_app_draws_at_80x24(runs_root):
         first = app.snapshot
         app.request_refresh()
         await wait_for(pilot, lambda: app.snapshot is not first)
-        await wait_for(pilot, lambda: app.log_pane.is_vertical_scroll_end)
+        await wait_for(pilot, lambda: app.view.log_pane.is_vertical_scroll_end)
         await pilot.pause()
         assert _screen_text(app) == frame
 
@@ -324,7 +328,7 @@ async def test_a_long_launch_name_keeps_one_row_of_the_runs_list(runs_root, size
     app = make_app(runs_root)
     async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None and len(app.snapshot.runs) == 4)
-        runs = app.runs_list
+        runs = app.view.runs_list
         await wait_for(pilot, lambda: runs.option_count == 4)
         await pilot.pause()
         assert runs.virtual_size.height == 4  # one row a run

@@ -24,10 +24,10 @@ async def test_the_gpu_rows_and_the_run_header_say_simulated(runs_root):
         await wait_for(pilot, lambda: app.snapshot is not None)
         run = app.snapshot.selected_run
         assert run.name == "live_exp" and run.gpu_indices == (0, 1)  # the sim's busy GPUs
-        rows = [r.plain for r in app.gpu_pane._rows]
+        rows = [r.plain for r in app.view.gpu_pane._rows]
         assert rows[0].startswith("GPUs 2 simulated")
         assert [r[:16] for r in rows[1:3]] == [" 0 RTX 4090 sim ", " 1 RTX 4090 sim "]
-        header = rendered(app.run_header).splitlines()[0]
+        header = rendered(app.view.run_header).splitlines()[0]
         assert "sim GPUs 0-1" in header
 
 

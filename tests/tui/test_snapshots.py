@@ -18,7 +18,7 @@ async def _loaded(pilot) -> None:
     await wait_for(pilot, lambda: pilot.app.snapshot is not None)
     # the log scrolls to its end after the layout pass: on a busy machine that is a frame
     # or two later
-    await wait_for(pilot, lambda: pilot.app.log_pane.is_vertical_scroll_end)
+    await wait_for(pilot, lambda: pilot.app.view.log_pane.is_vertical_scroll_end)
     await pilot.pause()
 
 
@@ -32,9 +32,11 @@ def test_failed_run_selected(snap_compare, runs_root, size):
     async def select_failed(pilot):
         await _loaded(pilot)
         await pilot.press("j", "enter")
-        await wait_for(pilot, lambda: pilot.app.selected.endswith("failed_oom"))
-        await wait_for(pilot, lambda: pilot.app.snapshot.selected.run_dir == pilot.app.selected)
-        await wait_for(pilot, lambda: pilot.app.log_pane.is_vertical_scroll_end)
+        await wait_for(pilot, lambda: pilot.app.view.selected.endswith("failed_oom"))
+        await wait_for(
+            pilot, lambda: pilot.app.snapshot.selected.run_dir == pilot.app.view.selected
+        )
+        await wait_for(pilot, lambda: pilot.app.view.log_pane.is_vertical_scroll_end)
         await pilot.pause()
 
     assert snap_compare(make_app(runs_root), terminal_size=size, run_before=select_failed)
@@ -70,7 +72,7 @@ def test_help_screen_scrolled_to_its_end(snap_compare, runs_root):
 async def _charts(pilot) -> None:
     await _loaded(pilot)
     await pilot.press("v")
-    await wait_for(pilot, lambda: pilot.app.chart_view.runs)
+    await wait_for(pilot, lambda: pilot.app.view.chart_view.runs)
     await pilot.pause()
 
 
@@ -94,7 +96,7 @@ def test_compare_table(snap_compare, runs_root, size):
     async def compare(pilot):
         await _charts(pilot)
         await pilot.press("space", "j", "space")
-        await wait_for(pilot, lambda: len(pilot.app.chart_view.runs) == 2)
+        await wait_for(pilot, lambda: len(pilot.app.view.chart_view.runs) == 2)
         await pilot.press("t")
         await pilot.pause()
 

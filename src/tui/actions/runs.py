@@ -1,9 +1,10 @@
-"""Launching, stopping, resuming and checking the GPUs from the app: `n`, `s`, `r`, `g`.
+"""Launching, stopping, resuming and checking the GPUs on this machine: `n`, `s`, `r`, `g`.
 
-A mixin of RgpuApp (tui.app): it uses the app's snapshot, settings, collector, notify,
-push_screen and request_refresh, and sets `_follow_pid` (the run the app selects once it
-appears). The work is core's (core.launch.launch through the launch form, core.launch.stop,
-core.launch.resume, core.launch.gpu_probe), in worker threads.
+LocalRunActions does the work of the local run source (tui.actions.local) with the app's
+snapshot, settings, collector, notify, push_screen and request_refresh, and tells the source
+which run to follow (the one the view selects once it appears). The work is core's
+(core.launch.launch through the launch form, core.launch.stop, core.launch.resume,
+core.launch.gpu_probe), in worker threads.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import os
 
 from rich.text import Text
-from textual import work
 
 from ...core.base.formatting import fmt_duration
 from ...core.base.text import printable
@@ -20,7 +20,7 @@ from ...core.launch.gpu_probe import gpu_preflight, preflight_to_text
 from ...core.launch.resume import ResumeError, ResumePlan, choose, plan_resume, start_resume
 from ...core.launch.stop import stop_run
 from ...core.model.snapshot import RunInfo
-from ...core.records.launch_records import LaunchRecord, is_launch_pseudo_dir
+from ...core.records.launch_records import LaunchRecord
 from ..messages import StopProgress
 from ..screens.dialogs import ConfirmScreen, PickScreen, ReportScreen
 from ..screens.launch import LaunchScreen, launch_defaults
@@ -52,32 +52,6 @@ def stop_summary(name: str, ok: bool, signals_sent, final_state: str | None, err
     return f"{name} stopped ({sent}); {reads}"
 
 
-def resume_refusal(state: str) -> str | None:
-    """Why a run in `state` is not resumed (`r`); None for a DEAD, FAILED or STOPPED run."""
-    why = {
-        "running": "is running: r resumes a DEAD or FAILED run (s stops this one)",
-        "stalled": "is still alive (stalled): stop it first (s)",
-        "starting": "is still starting",
-        "completed": "completed: nothing to resume",
-    }.get(state)
-    if why is None and state not in ("dead", "failed", "stopped"):
-        why = "is not DEAD, FAILED or STOPPED: nothing to resume"
-    return why
-
-
-def launch_refusal(run: RunInfo) -> str | None:
-    """Why a launch that ended before its run directory existed is not resumed, in the
-    user's terms (its stand-in path, .rgpu/launch/ID, is no run directory and has no
-    last.pt); None for a run directory or a launch still starting."""
-    if run.state == "starting" or not is_launch_pseudo_dir(run.run_dir):
-        return None
-    what = run.error or "its process ended before libreyolo wrote status.json"
-    return (
-        f"{run.name} never started training ({what}): there is no checkpoint to resume "
-        "from; fix that and launch it again."
-    )
-
-
 def resume_body(plan: ResumePlan) -> Text:
     """The resume dialog's body: the run, where it stopped, the checkpoint it resumes from
     (its epoch, the epochs trained again), the exact command, the torn files kept aside."""
@@ -106,45 +80,50 @@ def resume_choices(plan: ResumePlan) -> list[tuple[str, str]]:
     return [(c.name, f"{c.name:<{width}}  {c.describe()}") for c in plan.candidates]
 
 
-class RunActions:
-    """The app's launch, stop, resume and GPU-check keys (mixed into RgpuApp)."""
+class LocalRunActions:
+    """The local machine's launch, stop, resume and GPU-check keys: the work of
+    tui.actions.local.LocalRuns's `launch`, `stop`, `resume` and `preflight`, in the app's
+    worker threads."""
+
+    def __init__(self, app, follow) -> None:
+        self.app = app
+        self._follow_run = follow  # follow(pid): select the run once it appears
+        # what the launch form held when it last closed, by the run it was opened on
+        # (this session only)
+        self.launch_values: dict = {}
+        self._stop_screen: ReportScreen | None = None
 
     def _gpu_count(self) -> int | None:
-        gpus = self.snapshot.gpus if self.snapshot else None
+        snap = self.app.snapshot
+        gpus = snap.gpus if snap else None
         if gpus is None or not gpus.available or gpus.source == "fake":
             return 0  # simulated GPUs cannot train: the form proposes the CPU
         return len(gpus.devices)
 
-    def action_launch(self) -> None:
-        """`n`: the launch form, as last left for the selected run this session, else a
-        clone of the selected run, else the last launch (core.launch.clone: read in a
-        thread); the new run is selected once it appears."""
-        snap = self.snapshot
-        selected = snap.selected_run if snap else None
-        self._prefill_worker(self.collector.runs.root, selected, snap.runs if snap else ())
+    def launch(self, selected: RunInfo | None, runs) -> None:
+        root = self.app.collector.runs.root
+        self.app.run_worker(
+            lambda: self._prefill_worker(root, selected, runs),
+            thread=True, exclusive=True, group="launch-prefill",
+        )  # fmt: skip
 
-    @work(thread=True, exclusive=True, group="launch-prefill")
     def _prefill_worker(self, root: str, selected: RunInfo | None, runs) -> None:
         key = selected.run_dir if selected is not None else None
         got = None
-        if key not in self._launch_memory():
+        if key not in self.launch_values:
             try:
                 got = prefill(root, selected, runs)
             except Exception:  # a reader bug: the form opens with its defaults
                 got = None
         self._from_thread(self._open_launch_form, root, key, got)
 
-    def _launch_memory(self) -> dict:
-        """What the form held when it last closed, by the run it was opened on (this
-        session only)."""
-        return vars(self).setdefault("_launch_values", {})
-
     def _open_launch_form(self, root: str, key: str | None, got: Prefill | None) -> None:
-        if any(isinstance(s, LaunchScreen) for s in self.screen_stack):
+        app = self.app
+        if any(isinstance(s, LaunchScreen) for s in app.screen_stack):
             return  # `n` twice: one form
         gpu_count = self._gpu_count()
-        values = launch_defaults(self.settings, root, gpu_count)
-        memory = self._launch_memory()
+        values = launch_defaults(app.settings, root, gpu_count)
+        memory = self.launch_values
         source = None
         if key in memory:
             values, source = dict(memory[key]), "as you left it"
@@ -159,20 +138,12 @@ class RunActions:
             if record is not None:
                 self._follow(record, f"Started {record.name}", "launched")
 
-        form = LaunchScreen(values, self.settings, gpu_count, source=source, on_values=remember)
-        self.push_screen(form, launched)
+        form = LaunchScreen(values, app.settings, gpu_count, source=source, on_values=remember)
+        app.push_screen(form, launched)
 
-    def action_stop(self) -> None:
+    def stop(self, run: RunInfo) -> None:
         """`s`: SIGINT to the run's process group, SIGTERM and SIGKILL later if needed."""
-        snap = self.snapshot
-        run = snap.selected_run if snap else None
-        if run is not None and run.state == "starting":
-            self.notify("Still starting: stop it once it shows RUN.", severity="warning")
-            return
-        if run is None or run.state not in ("running", "stalled"):
-            self.notify("The selected run is not running.", severity="warning")
-            return
-        s = self.settings
+        s = self.app.settings
         body = Text()
         body.append(f"Stop {printable(run.name)} (pid {run.pid})?\n", style="bold")
         body.append(
@@ -185,21 +156,26 @@ class RunActions:
             if yes:
                 screen = ReportScreen(f"stopping {run.name}", "sending SIGINT…")
                 self._stop_screen = screen
-                self.push_screen(screen)
-                self._stop_worker(run.run_dir, run.name)
+                self.app.push_screen(screen)
+                run_dir, name = run.run_dir, run.name
+                self.app.run_worker(
+                    lambda: self._stop_worker(run_dir, name), thread=True, group="stop"
+                )
 
-        self.push_screen(ConfirmScreen("stop a run", body, "enter: stop"), answered)
+        self.app.push_screen(ConfirmScreen("stop a run", body, "enter: stop"), answered)
 
-    @work(thread=True, group="stop")
     def _stop_worker(self, run_dir: str, name: str) -> None:
+        app = self.app
+
         def progress(phase: str, seconds_left: float | None) -> None:
-            self.post_message(StopProgress(name, phase, seconds_left, None))
+            app.post_message(StopProgress(name, phase, seconds_left, None))
 
-        result = stop_run(run_dir, self.settings, on_progress=progress, by="app")
-        self.post_message(StopProgress(name, "done", None, result))
+        result = stop_run(run_dir, app.settings, on_progress=progress, by="app")
+        app.post_message(StopProgress(name, "done", None, result))
 
-    def on_stop_progress(self, message: StopProgress) -> None:
-        screen = self._stop_screen if self._stop_screen in self.screen_stack else None
+    def stop_progress(self, message: StopProgress) -> None:
+        app = self.app
+        screen = self._stop_screen if self._stop_screen in app.screen_stack else None
         if message.result is None:
             if screen is not None:
                 screen.show(stop_phase_text(message.phase, message.seconds_left))
@@ -207,44 +183,32 @@ class RunActions:
         r = message.result
         summary = stop_summary(message.name, r.ok, r.signals_sent, r.final_state, r.error)
         if r.ok:
-            self.notify(summary, title="stopped", timeout=10)
+            app.notify(summary, title="stopped", timeout=10)
         else:
-            self.notify(summary, title="stop failed", severity="error", timeout=20)
+            app.notify(summary, title="stop failed", severity="error", timeout=20)
         if screen is not None:
             screen.show(summary)
-        self.request_refresh()
+        app.request_refresh()
 
-    def action_resume(self) -> None:
-        """`r`: resume a DEAD or FAILED run from its newest complete checkpoint, or another
-        picked in the dialog (core.launch.resume), which shows the exact command; the checks
-        and the start run in threads."""
-        snap = self.snapshot
-        run = snap.selected_run if snap else None
-        if run is None:
-            self.notify("No run selected.", severity="warning")
-            return
-        never = launch_refusal(run)
-        if never is not None:
-            self.notify(never, severity="warning", timeout=15)
-            return
-        why = resume_refusal(run.state)
-        if why is not None:
-            self.notify(f"{run.name} {why}.", severity="warning")
-            return
-        self._resume_plan_worker(run.run_dir)
+    def resume(self, run: RunInfo) -> None:
+        """The checks (core.launch.resume.plan_resume) in a thread, then the dialog."""
+        run_dir = run.run_dir
+        self.app.run_worker(
+            lambda: self._resume_plan_worker(run_dir),
+            thread=True, exclusive=True, group="resume-plan",
+        )  # fmt: skip
 
-    @work(thread=True, exclusive=True, group="resume-plan")
     def _resume_plan_worker(self, run_dir: str) -> None:
         try:
             plan = plan_resume(run_dir)
         except ResumeError as exc:
-            self._from_thread(self.notify, f"Not resumed: {exc}", severity="error", timeout=15)
+            self._from_thread(self.app.notify, f"Not resumed: {exc}", severity="error", timeout=15)
             return
         self._from_thread(self._confirm_resume, plan)
 
     def _from_thread(self, callback, *args, **kwargs) -> None:
         try:
-            self.call_from_thread(callback, *args, **kwargs)
+            self.app.call_from_thread(callback, *args, **kwargs)
         except RuntimeError:  # the app is closing: nobody to tell
             pass
 
@@ -260,7 +224,10 @@ class RunActions:
 
         def answered(name: str | None) -> None:
             if name:
-                self._resume_worker(plan.run_dir, name)
+                run_dir = plan.run_dir
+                self.app.run_worker(
+                    lambda: self._resume_worker(run_dir, name), thread=True, group="resume"
+                )
 
         dialog = PickScreen(
             "resume a run: from which checkpoint?",
@@ -271,14 +238,13 @@ class RunActions:
             disabled=[c.name for c in plan.candidates if not c.valid],
             keys="enter: resume from it",
         )
-        self.push_screen(dialog, answered)
+        self.app.push_screen(dialog, answered)
 
-    @work(thread=True, group="resume")
     def _resume_worker(self, run_dir: str, choice: str | None = None) -> None:
         try:  # checked again: the run may have changed while the dialog was open
             plan, record = start_resume(run_dir, choice=choice)
         except ResumeError as exc:
-            self._from_thread(self.notify, f"Not resumed: {exc}", severity="error", timeout=20)
+            self._from_thread(self.app.notify, f"Not resumed: {exc}", severity="error", timeout=20)
             return
         self._from_thread(self._resumed, plan, record)
 
@@ -287,25 +253,27 @@ class RunActions:
 
     def _follow(self, record: LaunchRecord, what: str, title: str) -> None:
         """A run just started (launched or resumed): say so, and select it once it shows."""
-        self._follow_pid = record.pid
-        self.notify(
+        self._follow_run(record.pid)
+        self.app.notify(
             f"{what} (pid {record.pid}); console log {record.console_log}",
             title=title,
             timeout=10,
         )
-        self.request_refresh()
+        self.app.request_refresh()
 
-    def action_preflight(self) -> None:
+    def preflight(self) -> None:
         """`g`: torch, CUDA and one real matmul on every GPU, in a subprocess."""
         screen = ReportScreen("GPU check", "running torch in a subprocess…")
-        self.push_screen(screen)
-        self._preflight_worker(screen)
+        self.app.push_screen(screen)
+        self.app.run_worker(
+            lambda: self._preflight_worker(screen),
+            thread=True, exclusive=True, group="preflight",
+        )  # fmt: skip
 
-    @work(thread=True, exclusive=True, group="preflight")
     def _preflight_worker(self, screen: ReportScreen) -> None:
         report = gpu_preflight()
         style = "bold green" if report.ok else "bold red"
         lines = preflight_to_text(report).splitlines()
         body = Text(lines[0] + "\n", style=style)
         body.append("\n".join(lines[1:]))
-        self.call_from_thread(screen.show, body)
+        self.app.call_from_thread(screen.show, body)

@@ -183,3 +183,14 @@ def report(app, status: FastPaths, log_pane) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def own_keys(node, bindings: list) -> None:
+    """Give one screen (or widget) instance key bindings of its own, in this order, after
+    its class's (Textual reads BINDINGS per class only: a Screen's are tab and shift+tab;
+    the run view's keys come from its source: tui.screens.runs_view). Call it in
+    `__init__`."""
+    from textual.binding import BindingsMap
+
+    for key, found in BindingsMap(bindings).key_to_bindings.items():
+        node._bindings.key_to_bindings[key] = found

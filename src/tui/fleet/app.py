@@ -25,9 +25,10 @@ from ...core.fleet.fleet_summary import read_snapshot, summarize
 from .. import compat
 from ..app_rules import AppRules
 from ..screens.dialogs import ReportScreen
+from ..screens.runs_view import RunsView
 from ..widgets.footer import KeysFooter
 from .charts import FleetCharts
-from .host_screen import HostScreen
+from .host_screen import HostRuns
 from .messages import HostChanged, HostView
 from .remote import FleetCommands
 from .table import HostsTable
@@ -93,7 +94,7 @@ class FleetApp(AppRules, FleetCommands, FleetCharts, App[int]):
         self.fleet = make_fleet(self._link_changed)
         self.links = {link.name: link for link in self.fleet.links}
         self.views: dict[str, HostView] = {}
-        self.host_screen: HostScreen | None = None
+        self.host_screen: RunsView | None = None  # the open host's run view
         self._pushes: dict[str, int] = {}
         self._stop_screen: ReportScreen | None = None
         self.init_charts()
@@ -157,7 +158,7 @@ class FleetApp(AppRules, FleetCommands, FleetCharts, App[int]):
             self._show_table()  # the whole screen on top (measured): it waits for `esc`
         screen = self.host_screen
         if screen is not None and screen.host == view.name and screen.is_mounted:
-            screen.show_host(view)
+            screen.source.update(view)
         elif screen is not None and screen.is_mounted and screen.charts_wanted():
             screen.show_charts()  # a run marked on this other host may be in its charts
         self.sync_charts()  # after a reconnect its chart command goes again
@@ -175,7 +176,7 @@ class FleetApp(AppRules, FleetCommands, FleetCharts, App[int]):
         if self.host_screen is None:
             self.table.tick()
         elif self.host_screen.is_mounted:
-            self.host_screen.tick()
+            self.host_screen.source.tick()
 
     # -- keys ------------------------------------------------------------------------
 
@@ -186,7 +187,8 @@ class FleetApp(AppRules, FleetCommands, FleetCharts, App[int]):
         if name not in self.links:
             return
         view = self.views.get(name)
-        screen = HostScreen(name, view, clock=self.clock, fast_log=self.fast_paths.on(compat.LOG))
+        source = HostRuns(self, name, view, clock=self.clock)
+        screen = RunsView(source, fast_log=self.fast_paths.on(compat.LOG))
         self.host_screen = screen
 
         def closed(_result=None) -> None:

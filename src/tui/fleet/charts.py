@@ -11,7 +11,7 @@ command is sent again after each reconnect.
 from __future__ import annotations
 
 from ...core.model.snapshot import Snapshot
-from ...core.picture.charts import ChartRequest
+from ...core.picture.charts import MAX_RUNS, ChartRequest
 from ...core.render.chart_layout import ShownRun, run_colours, shown_run
 
 
@@ -20,7 +20,7 @@ def mark_key(host: str, run_dir: str) -> str:
 
 
 class FleetCharts:
-    """A mixin of FleetApp: `marks`, `sync_charts()`, `shown_runs_for(screen)`."""
+    """A mixin of FleetApp: `marks`, `toggle_mark()`, `sync_charts()`, `shown_runs_for()`."""
 
     def init_charts(self) -> None:
         self.marks: list[tuple[str, str]] = []
@@ -35,8 +35,8 @@ class FleetCharts:
             return out
         picked = screen.chart_metrics()
         pairs = list(self.marks)
-        if not pairs and screen.wanted is not None:
-            pairs = [(screen.host, screen.wanted)]
+        if not pairs and screen.selected is not None:
+            pairs = [(screen.host, screen.selected)]
         for host in out:
             runs = [run for h, run in pairs if h == host]
             if runs:
@@ -62,6 +62,18 @@ class FleetCharts:
             cmd = {"cmd": "chart", **(request.to_json() if request else {"runs": []})}
             self.send_command(host, cmd, "chart")
 
+    def toggle_mark(self, host: str, run_dir: str) -> str | None:
+        """Mark (host, run_dir) or unmark it, at most MAX_RUNS over all hosts; what to
+        say, or None."""
+        pair = (host, run_dir)
+        if pair in self.marks:
+            self.marks.remove(pair)
+        elif len(self.marks) >= MAX_RUNS:
+            return f"at most {MAX_RUNS} runs are compared: unmark one first (space)"
+        else:
+            self.marks.append(pair)
+        return None
+
     def pair_colours(self, pairs: list[tuple[str, str]]) -> dict[str, str]:
         """mark_key -> colour, by host and run name (the same wherever the root is)."""
         names = []
@@ -80,8 +92,8 @@ class FleetCharts:
         screen = self.host_screen
         if self.marks:
             return list(self.marks)
-        if screen is not None and screen.wanted is not None:
-            return [(screen.host, screen.wanted)]
+        if screen is not None and screen.selected is not None:
+            return [(screen.host, screen.selected)]
         return []
 
     def shown_runs_for(self) -> list[ShownRun]:

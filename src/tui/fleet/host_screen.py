@@ -1,17 +1,15 @@
-"""A host's full view in the fleet: the local app's panes (GPUs, cost strip, runs list,
-run header, metrics, log), fed by the host's agent instead of a local refresh.
+"""A host's full view in the fleet: the run view (tui.screens.runs_view) with one fleet
+host as its run source (HostRuns), fed by the host's agent instead of a local refresh.
 
-The screen gets each new state of its host from the fleet app (`show_host`) and hands
-each pane its slice, as the local app does; a pane repaints only when its slice
-changed. The agent carries one run's metrics, log tail, checkpoints and pushes: the
-one this screen selects (`select`, sent again after a reconnect, and `select null`
-when the screen closes, so the hosts table costs the link what it did). The keys
-p, P, s and r act on that machine through the agent (tui.fleet.remote); the
-confirm dialogs are the local app's. The local app's c, n, g and a each answer with a
-notice saying how to do that on the machine itself.
-confirm dialogs are the local app's. The chart view (`v`, tui.actions.charts) draws the
-charts the agents carry while it is open (tui.fleet.charts): the runs marked with space
-on any host, else this host's run on screen.
+The fleet app hands the source each new state of its host (`update`); the view shows it
+as the local app's does. The agent carries one run's metrics, log tail, checkpoints and
+pushes: the one the view selects (`select`, sent again after a reconnect, and `select null`
+when the view closes, so the hosts table costs the link what it did). The keys p, P, s and
+r act on that machine through the agent (tui.fleet.remote); the confirm dialogs are the
+view's, the same as the local ones. `c`, `n`, `g` and `a` are the machine's own: this source
+answers each with a notice saying how to do that on the machine itself. The chart view (`v`)
+draws the charts the agents carry while it is open (tui.fleet.charts): the runs marked with
+space on any host, else this host's run on screen.
 """
 
 from __future__ import annotations
@@ -19,40 +17,34 @@ from __future__ import annotations
 import os
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
-from textual.widgets import OptionList
 
 from ...core.base.formatting import fmt_duration
 from ...core.base.text import printable
 from ...core.hub.push import PushRequest
 from ...core.model.snapshot import RunInfo, SelectedRun, Snapshot
-from ..actions.charts import CHART_BINDINGS, ChartActions
-from ..actions.push import PushActions
-from ..screens.dialogs import PickScreen
-from ..widgets.cost import CostStrip, IdleBanner, strip_text
-from ..widgets.footer import KeysFooter
-from ..widgets.gpus import GpuPane
+from ..screens.dialogs import ConfirmScreen
+from ..screens.runs_view import CHART_KEYS, RunsView
+from ..widgets.cost import CostStrip, strip_text
 from ..widgets.lines import LinePane, cut_words
-from ..widgets.push_bar import PushBar
-from ..widgets.run_panes import compose_run_panes
-from ..widgets.runs_list import RunsList
 from .messages import HostView
-from .remote import RemoteRunActions
 
 COST_HINT = "  (c: cost)"  # the local strip's pointer to `c`, which a host view has not
-# what the local app's `c`, `n`, `g` and `a` say here: the agent carries out select, push,
-# stop and resume only (core.fleet.agent); the rest is done on the machine itself
-NOT_HERE = {
-    "cost": "The cost details of {host} come from its own settings: `rgpu-tui cost` there "
-    "(the strip above shows its spent, run and per-epoch money).",
-    "launch": "Launching is not done through the fleet: on {host}, `rgpu-tui launch` or `n` "
-    "in its app.",
-    "preflight": "The GPU check runs torch on the machine itself: `rgpu-tui preflight` on {host}.",
-    "autostop": "Autostop is {host}'s own: `a` in its app, or `rgpu-tui watch --no-autostop` "
-    "there, holds it.",
-}
+# a host view's keys, in footer order: the agent carries out select, push, stop and resume
+# only (core.fleet.agent); `c`, `n`, `g` and `a` are the machine's own (HostRuns says where)
+HOST_KEYS = [
+    Binding("escape", "back", "Hosts"),
+    Binding("m", "metrics_page", "Metrics"),
+    Binding("p", "push", "Push"),
+    Binding("P", "push_pick", "Push…", show=False),
+    Binding("s", "stop", "Stop"),
+    Binding("r", "resume", "Resume"),
+    Binding("c", "cost", "Cost", show=False),
+    Binding("n", "launch", "New run", show=False),
+    Binding("g", "preflight", "GPU check", show=False),
+    Binding("a", "autostop", "Autostop", show=False),
+    *CHART_KEYS,
+]
 
 
 class HostBar(LinePane):
@@ -118,7 +110,7 @@ class HostAutostopLine(LinePane):
         self.clock = clock
         self.plan = None
 
-    def show(self, plan) -> None:
+    def show(self, cost, plan) -> None:
         self.plan = plan
         self.set_class(plan is not None, "-on")
         self.repaint_rows()
@@ -169,64 +161,49 @@ class HostCostStrip(CostStrip):
         return [cut_words(row, width, sep="  ")]
 
 
-class HostScreen(RemoteRunActions, PushActions, ChartActions, Screen):
-    BINDINGS = [
-        Binding("escape", "back", "Hosts"),
-        Binding("m", "metrics_page", "Metrics"),
-        Binding("p", "push", "Push"),
-        Binding("P", "push_pick", "Push…", show=False),
-        Binding("s", "stop", "Stop"),
-        Binding("r", "resume", "Resume"),
-        # the local app's keys that act on this machine only: each says where to do it
-        Binding("c", "not_here('cost')", "Cost", show=False),
-        Binding("n", "not_here('launch')", "New run", show=False),
-        Binding("g", "not_here('preflight')", "GPU check", show=False),
-        Binding("a", "not_here('autostop')", "Autostop", show=False),
-        *CHART_BINDINGS,
-    ]
+class HostRuns:
+    """One fleet host as the run view's source: `app` is the FleetApp (its links, marks,
+    charts and commands); `view` the host's newest HostView (None before its first)."""
 
-    def __init__(self, host: str, view: HostView | None, *, clock, fast_log: bool) -> None:
-        super().__init__()
+    rings = False  # the terminal is not at that machine
+
+    def __init__(self, app, host: str, view: HostView | None, *, clock) -> None:
+        self.app = app
         self.host = host
-        self.view = view
+        self.state_view = view
         self.clock = clock
-        self.fast_log = fast_log
-        self.wanted: str | None = None  # the run this screen shows (and the agent carries)
+        self.view: RunsView | None = None
         self._sent: tuple | None = None  # (connection, run) of the last select sent
-        self._log_timer = None
 
-    # -- the panes, as the local app has them -----------------------------------------
+    def keys(self) -> list[Binding]:
+        return HOST_KEYS
 
-    def compose(self) -> ComposeResult:
+    def head(self) -> list:
         self.host_bar = HostBar(self.host, self.clock, id="host-bar")
-        self.idle_banner = IdleBanner(id="idle")
+        return [self.host_bar]
+
+    def autostop_pane(self) -> HostAutostopLine:
         self.autostop_line = HostAutostopLine(self.host, self.clock, id="autostop")
-        self.gpu_pane = GpuPane(id="gpus")
-        self.cost_strip = HostCostStrip(self.host, id="cost")
-        self.push_bar = PushBar(id="push")
-        yield self.host_bar
-        yield self.idle_banner
-        yield self.autostop_line
-        yield self.gpu_pane
-        yield self.cost_strip
-        yield self.push_bar
-        yield from compose_run_panes(self, fast_log=self.fast_log)
-        yield KeysFooter()
+        return self.autostop_line
 
-    def on_mount(self) -> None:
-        self.runs_list.focus()
-        self.show_host(self.view)
+    def cost_pane(self) -> HostCostStrip:
+        return HostCostStrip(self.host, id="cost")
 
-    def on_unmount(self) -> None:
-        self.deselect()
+    def attach(self, view: RunsView) -> None:
+        self.view = view
+
+    def mounted(self) -> None:
+        self.update(self.state_view)
 
     @property
     def snapshot(self) -> Snapshot | None:
-        return self.view.snapshot if self.view is not None else None
+        return self.state_view.snapshot if self.state_view is not None else None
 
-    def show_host(self, view: HostView | None) -> None:
-        """The host's newest state: each pane its slice; the selection kept in step."""
-        self.view = view
+    # -- the host's states ------------------------------------------------------------
+
+    def update(self, view: HostView | None) -> None:
+        """The host's newest state: the host bar, and the run view shows its snapshot."""
+        self.state_view = view
         self.host_bar.show(view)
         snap = self.snapshot
         if snap is None:
@@ -234,161 +211,145 @@ class HostScreen(RemoteRunActions, PushActions, ChartActions, Screen):
             state = view.state if view is not None else None
             if why is None and state is not None and state.error and not state.reachable:
                 why = f"{self.host} is not reachable: {state.error}"
-            self.run_header.show(None, self.clock(), why or f"waiting for {self.host}…")
+            self.view.show_waiting(self.clock(), why or f"waiting for {self.host}…")
             return
-        runs = snap.runs
-        if self.wanted not in {r.run_dir for r in runs}:
-            self.wanted = runs[0].run_dir if runs else None  # the newest, as the app does
-            self.charts_changed()
+        self.view.show(snap)
         self._select(view.state)
-        sel = self.selected_run()
-        title = f"runs ({len(runs)})"
-        if self.runs_list.border_title != title:
-            self.runs_list.border_title = title
-        self.runs_list.show_runs(
-            runs, self.wanted, snap.deep_dirs_skipped, self.app.host_marks(self.host)
-        )
-        self.gpu_pane.show(snap.gpus, snap.system, runs, snap.setup, snap.generated_at)
-        self.cost_strip.show(snap.cost)
-        self.idle_banner.show(snap.cost, snap.gpus)
-        self.autostop_line.show(snap.autostop)
-        run = snap.run(self.wanted)
-        message = view.error or snap.problem
-        if run is not None and sel is None and view.state.reachable:
-            message = f"fetching its metrics and log from {self.host}…"
-        simulated = snap.gpus is not None and snap.gpus.simulated
-        pushes = sel.pushes if sel else None
-        self.run_header.show(run, snap.generated_at, message, pushes, simulated=simulated)
-        self.metrics_pane.show(sel.metrics if sel else None, run.state if run else None)
-        self.log_pane.show(sel.log if sel else None)
-        self.main_box.share()
-        self._log_later()
-        self.show_charts()
+        self.view.log_later()
 
     def tick(self) -> None:
         """The clock moved: "unreachable for" and the autostop countdown age."""
-        if self.view is not None and not self.view.state.reachable:
+        view = self.state_view
+        if view is not None and not view.state.reachable:
             self.host_bar.repaint_rows()
         self.autostop_line.tick()
 
-    def _log_later(self) -> None:
-        """Lines the log pane holds back (one scroll per LOG_PERIOD) are shown when their
-        time comes, not only with the host's next line."""
-        held = self.log_pane.pending_in()
-        if held is None or self._log_timer is not None:
-            return
+    def default_run(self, snap: Snapshot) -> str | None:
+        return snap.runs[0].run_dir if snap.runs else None  # the newest, as the app does
 
-        def flush() -> None:
-            self._log_timer = None
-            sel = self.selected_run()
-            self.log_pane.show(sel.log if sel else None)
-            self.main_box.share()
-            self._log_later()
+    def highlight(self, snap: Snapshot, selected: str | None) -> str | None:
+        return selected
 
-        self._log_timer = self.set_timer(max(held, 0.05), flush)
+    def shown_run(self, snap: Snapshot, selected: str | None) -> RunInfo | None:
+        return snap.run(selected)
 
-    # -- the selected run -------------------------------------------------------------
-
-    def selected_run(self) -> SelectedRun | None:
-        """The details the agent sent, when they are the wanted run's."""
-        snap = self.snapshot
-        if snap is None or snap.selected is None or snap.selected.run_dir != self.wanted:
+    def details(self, snap: Snapshot, selected: str | None) -> SelectedRun | None:
+        """The details the agent sent, when they are the selected run's."""
+        if snap.selected is None or snap.selected.run_dir != selected:
             return None
         return snap.selected
 
-    def shown_run(self) -> RunInfo | None:
-        snap = self.snapshot
-        return snap.run(self.wanted) if snap is not None else None
+    def message(self, snap: Snapshot, run, details) -> str | None:
+        view = self.state_view
+        if run is not None and details is None and view.state.reachable:
+            return f"fetching its metrics and log from {self.host}…"
+        return view.error or snap.problem
+
+    def picked(self, run_dir: str) -> None:
+        if self.state_view is not None:
+            self.update(self.state_view)
 
     def _select(self, state) -> None:
-        """Ask the agent for the wanted run's details, once per connection and run."""
-        if not state.reachable or (self._sent is None and self.wanted is None):
+        """Ask the agent for the selected run's details, once per connection and run."""
+        selected = self.view.selected
+        if not state.reachable or (self._sent is None and selected is None):
             return  # down, or nothing to ask for (the agent starts with no run selected)
-        key = (state.connects, self.wanted)
+        key = (state.connects, selected)
         if key != self._sent:
             self._sent = key
-            self.app.send_command(self.host, {"cmd": "select", "run": self.wanted}, "select")
+            self.app.send_command(self.host, {"cmd": "select", "run": selected}, "select")
 
-    def deselect(self) -> None:
-        """The screen closes: the agent goes back to no run's details."""
+    def closed(self) -> None:
+        """The view closes: the agent goes back to no run's details."""
         if self._sent is not None and self._sent[1] is not None:
             self.app.send_command(self.host, {"cmd": "select", "run": None}, "select")
         self._sent = None
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        run_dir = event.option.id
-        if run_dir and run_dir != self.wanted:
-            self.wanted = run_dir
-            self.charts_changed()
-            if self.view is not None:
-                self.show_host(self.view)
+    # -- marks and charts (the marks and the agents' charts: fleet.charts) -------------
 
-    def on_runs_list_marked(self, event: RunsList.Marked) -> None:
-        why = self.toggle_mark((self.host, event.run_dir), self.app.marks)
-        if why:
-            self.notify(why, severity="warning", timeout=6)
-        if self.view is not None:
-            self.show_host(self.view)
+    def toggle_mark(self, run_dir: str) -> str | None:
+        return self.app.toggle_mark(self.host, run_dir)
 
-    # -- the charts (actions.charts; the marks and the agents' charts: fleet.charts) --
+    def prune_marks(self, snap: Snapshot) -> bool:
+        return False  # a fleet's marks stay while it runs (a host may come back)
+
+    def mark_colours(self, snap: Snapshot) -> dict[str, str]:
+        return self.app.host_marks(self.host)
 
     def shown_runs(self):
         return self.app.shown_runs_for()
 
     def charts_changed(self) -> None:
-        if self.is_mounted:
+        if self.view is not None and self.view.is_mounted:
             self.app.sync_charts()
 
     # -- keys -------------------------------------------------------------------------
 
-    def action_not_here(self, key: str) -> None:
-        """`c`, `n`, `g`, `a`: the local app's keys, which the agent does not carry out: one
-        notice saying where they are done."""
-        why = NOT_HERE.get(key)
-        if why is not None:
-            self.notify(why.format(host=self.host), title=self.host, timeout=10)
+    def no_details(self, snap, selected) -> str:
+        """`p` and `P` push the selected run's files, as the agent last listed them."""
+        run = snap.run(selected) if snap is not None else None
+        return "No run selected." if run is None else f"{run.name}: its files are on the way."
 
-    def action_back(self) -> None:
-        self.deselect()
-        self.dismiss()
-
-    def action_metrics_page(self) -> None:
-        if self.charts_open:
-            self.chart_page()
-        else:
-            self.metrics_pane.next_page()
-
-    def push_screen(self, screen, callback=None) -> None:
-        """What the push dialogs (actions.push) call on the app."""
-        self.app.push_screen(screen, callback)
-
-    def action_push_pick(self) -> None:
+    def push_choices(self, sel: SelectedRun):
         """`P`: one of the run's checkpoints, as the agent listed them (the artifacts'
         own target is not in the snapshot: `rgpu-tui push RUN --file artifacts` there)."""
-        sel = self._selected_run()
-        if sel is None:
-            return
         choices = [(c.name, c.name) for c in sel.checkpoints]
         if not choices:
             name = os.path.basename(sel.run_dir)
-            self.notify(f"{name} has no checkpoint in weights/ on {self.host}.", severity="warning")
-            return
+            self.app.notify(
+                f"{name} has no checkpoint in weights/ on {self.host}.", severity="warning"
+            )
+            return None
+        return "push which file?", choices, None
 
-        def picked(file: str | None) -> None:
-            if file:
-                self._confirm_push(sel, file)
-
-        self.push_screen(PickScreen("push which file?", choices), picked)
-
-    def _selected_run(self) -> SelectedRun | None:
-        """`p` and `P` push the wanted run's files, as the agent last listed them."""
-        sel = self.selected_run()
-        if sel is None:
-            run = self.shown_run()
-            why = "No run selected." if run is None else f"{run.name}: its files are on the way."
-            self.notify(why, severity="warning")
-        return sel
-
-    def _submit_push(self, req: PushRequest) -> None:
+    def submit_push(self, req: PushRequest) -> None:
         """The confirm dialog said yes: the agent pushes with that machine's token."""
         self.app.send_push(self.host, req, os.path.basename(req.run_dir))
+
+    def stop(self, run: RunInfo) -> None:
+        body = Text()
+        body.append(f"Stop {printable(run.name)} (pid {run.pid}) on ", style="bold")
+        body.append(f"{printable(self.host)}?\n", style="bold")
+        body.append(
+            "SIGINT now (libreyolo records failed/KeyboardInterrupt and keeps its last "
+            "checkpoint), then SIGTERM and SIGKILL after that machine's stop_term_after and "
+            "stop_kill_after. Push its weights first if they matter."
+        )
+        host, run_dir, name = self.host, run.run_dir, run.name
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.app.send_stop(host, run_dir, name)
+
+        self.app.push_screen(ConfirmScreen("stop a run", body, "enter: stop"), answered)
+
+    def resume(self, run: RunInfo) -> None:
+        """The agent checks first (its plan comes back to the confirm dialog)."""
+        cmd = {"cmd": "resume", "run": run.run_dir, "check": True}
+        self.app.send_command(self.host, cmd, "resume-check", run.name)
+
+    def _elsewhere(self, text: str) -> None:
+        self.app.notify(text, title=self.host, timeout=10)
+
+    def launch(self) -> None:
+        self._elsewhere(
+            f"Launching is not done through the fleet: on {self.host}, `rgpu-tui launch` or "
+            "`n` in its app."
+        )
+
+    def cost(self) -> None:
+        self._elsewhere(
+            f"The cost details of {self.host} come from its own settings: `rgpu-tui cost` "
+            "there (the strip above shows its spent, run and per-epoch money)."
+        )
+
+    def preflight(self) -> None:
+        self._elsewhere(
+            f"The GPU check runs torch on the machine itself: `rgpu-tui preflight` on {self.host}."
+        )
+
+    def autostop(self) -> None:
+        self._elsewhere(
+            f"Autostop is {self.host}'s own: `a` in its app, or `rgpu-tui watch "
+            "--no-autostop` there, holds it."
+        )

@@ -1,6 +1,6 @@
-"""Acting on a host through its agent: `s` and `r` in a host's full view (`p` and `P`
-are the local app's push dialogs, tui.actions.push, whose last step sends the push
-here), and what comes back: progress in the push bar and the stop report, results as
+"""Acting on a host through its agent: the commands a host's run source sends (its `s`,
+`r`, and the push the run view's `p` and `P` dialogs confirm: tui.fleet.host_screen.HostRuns),
+and what comes back: progress in the push bar and the stop report, results as
 notices.
 
 Every command is core.fleet.fleet.HostLink.send: a line to the agent, whose Future ends in
@@ -14,67 +14,14 @@ from __future__ import annotations
 
 import os
 
-from rich.text import Text
-
 from ...core.base.text import printable
 from ...core.hub.push import PushRequest
 from ...core.launch.resume import ResumePlan
 from ...core.launch.stop import StopResult
 from ...core.model.snapshot_from_json import SnapshotJsonError, dataclass_from_json
-from ..actions.runs import (
-    launch_refusal,
-    resume_body,
-    resume_refusal,
-    stop_phase_text,
-    stop_summary,
-)
+from ..actions.runs import resume_body, stop_phase_text, stop_summary
 from ..screens.dialogs import ConfirmScreen, ReportScreen
 from .messages import CommandAnswered
-
-
-class RemoteRunActions:
-    """`s` and `r` of a host's full view (mixed into HostScreen): the local app's checks
-    and dialogs, the work on the host."""
-
-    def action_stop(self) -> None:
-        run = self.shown_run()
-        if run is not None and run.state == "starting":
-            self.notify("Still starting: stop it once it shows RUN.", severity="warning")
-            return
-        if run is None or run.state not in ("running", "stalled"):
-            self.notify("The selected run is not running.", severity="warning")
-            return
-        body = Text()
-        body.append(f"Stop {printable(run.name)} (pid {run.pid}) on ", style="bold")
-        body.append(f"{printable(self.host)}?\n", style="bold")
-        body.append(
-            "SIGINT now (libreyolo records failed/KeyboardInterrupt and keeps its last "
-            "checkpoint), then SIGTERM and SIGKILL after that machine's stop_term_after and "
-            "stop_kill_after. Push its weights first if they matter."
-        )
-        host, run_dir, name = self.host, run.run_dir, run.name
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.app.send_stop(host, run_dir, name)
-
-        self.push_screen(ConfirmScreen("stop a run", body, "enter: stop"), answered)
-
-    def action_resume(self) -> None:
-        run = self.shown_run()
-        if run is None:
-            self.notify("No run selected.", severity="warning")
-            return
-        never = launch_refusal(run)
-        if never is not None:
-            self.notify(never, severity="warning", timeout=15)
-            return
-        why = resume_refusal(run.state)
-        if why is not None:
-            self.notify(f"{run.name} {why}.", severity="warning")
-            return
-        cmd = {"cmd": "resume", "run": run.run_dir, "check": True}
-        self.app.send_command(self.host, cmd, "resume-check", run.name)
 
 
 class FleetCommands:

@@ -1,5 +1,6 @@
-"""The body both the local app and a fleet host's full view show: the runs list beside the
-selected run's header, metrics and log, with the same ids (app.tcss styles them once)."""
+"""The body of the run view (tui.screens.runs_view), local or a fleet host's: the runs
+list beside the selected run's header, metrics and log, with the same ids (app.tcss
+styles them once)."""
 
 from __future__ import annotations
 
@@ -63,24 +64,28 @@ class RunBody(Vertical):
         metrics.set_rows(rows)
 
 
-def compose_run_panes(owner, *, fast_log: bool) -> ComposeResult:
-    """Yield the body from a compose(); the panes are kept on `owner` (runs_list,
-    run_header, metrics_pane, log_title, log_pane, chart_view, and main_box: its `-charts`
-    class shows the charts in place of the metrics and the log) for its show methods.
+class RunPanes(Horizontal):
+    """The body (#panes): the runs list beside the selected run's side (#main: its header,
+    metrics and log, or the charts; its `-charts` class shows the charts in place of the
+    metrics and the log). The panes are attributes, for the view's show methods.
     `fast_log`: the log pane's in-place measuring (tui.compat) is on."""
-    owner.runs_list = RunsList(id="runs")
-    owner.runs_list.border_title = "runs"
-    owner.run_header = RunHeader(id="header")
-    owner.metrics_pane = MetricsPane(id="metrics")
-    owner.log_title = LogTitle(id="log-title")
-    owner.log_pane = LogPane(owner.log_title, id="log", fast=fast_log)
-    owner.chart_view = ChartView(id="chart")
-    owner.main_box = RunBody(owner.run_header, owner.metrics_pane, owner.log_pane, id="main")
-    with Horizontal(id="panes"):
-        yield owner.runs_list
-        with owner.main_box:
-            yield owner.run_header
-            yield owner.metrics_pane
-            yield owner.log_title
-            yield owner.log_pane
-            yield owner.chart_view
+
+    def __init__(self, *, fast_log: bool) -> None:
+        super().__init__(id="panes")
+        self.runs_list = RunsList(id="runs")
+        self.runs_list.border_title = "runs"
+        self.run_header = RunHeader(id="header")
+        self.metrics_pane = MetricsPane(id="metrics")
+        self.log_title = LogTitle(id="log-title")
+        self.log_pane = LogPane(self.log_title, id="log", fast=fast_log)
+        self.chart_view = ChartView(id="chart")
+        self.main_box = RunBody(self.run_header, self.metrics_pane, self.log_pane, id="main")
+
+    def compose(self) -> ComposeResult:
+        yield self.runs_list
+        with self.main_box:
+            yield self.run_header
+            yield self.metrics_pane
+            yield self.log_title
+            yield self.log_pane
+            yield self.chart_view
