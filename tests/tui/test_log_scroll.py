@@ -171,7 +171,7 @@ def test_erase_with_background_is_known_from_terminfo_or_tmux() -> None:
 
 
 def test_changed_runs_join_near_changes_and_keep_wide_characters_whole() -> None:
-    s = ((), "", "")
+    s = sgr.DEFAULT
     old = [(c, s) for c in "abcdefghijklmnopqrstuvwxyz"]
     new = list(old)
     new[2] = ("X", s)
@@ -186,7 +186,7 @@ def test_changed_runs_join_near_changes_and_keep_wide_characters_whole() -> None
 
 
 def test_best_scroll_finds_the_shift_and_only_when_it_saves_rows() -> None:
-    s = ((), "", "")
+    s = sgr.DEFAULT
 
     def row(text: str) -> list:
         return [(c, s) for c in text.ljust(6)]

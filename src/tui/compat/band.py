@@ -46,6 +46,7 @@ class Shadow:
     top: int
     width: int
     rows: list[list[Cell] | None]
+    pen: Any  # whose numbers the cells' states are
 
 
 _shadow: Shadow | None = None
@@ -172,7 +173,8 @@ def write(frame: BandFrame, writer: Writer) -> None:
     top, width, rows = frame.top, frame.width, frame.rows
     h = len(rows)
     sh = _shadow
-    if sh is not None and sh.top == top and sh.width == width and len(sh.rows) == h:
+    same = sh is not None and sh.pen is writer.pen and sh.top == top and sh.width == width
+    if same and len(sh.rows) == h:
         old = list(sh.rows)
     else:
         old = [None] * h
@@ -186,7 +188,7 @@ def write(frame: BandFrame, writer: Writer) -> None:
         for start, end in changed_runs(old[i], row):
             writer.move_to(start, top + i)
             writer.cells(row, start, end, to_edge=end == width)
-    _shadow = Shadow(top, width, list(rows))
+    _shadow = Shadow(top, width, list(rows), writer.pen)
 
 
 def layout_render_segments(self, console) -> str:

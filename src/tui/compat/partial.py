@@ -9,7 +9,8 @@ characters is cut, or at the start of a segment holding wide characters, so a wi
 character is never split. The bytes are written by `sgr.Writer` (a style's codes only
 when they change, trailing blanks at the right edge as one erase, no newline between
 rows that each start with a cursor move), and the log's rows scroll in the terminal
-(`band.py`, installed with it). Everything else is Textual's code path unchanged.
+(`band.py`, installed with it); a partial update renders only the rows it sends
+(`chops.py`). Everything else is Textual's code path unchanged.
 
 The private class is imported by `probe()` and `install()` only, never when this
 module is imported.
@@ -25,7 +26,7 @@ from rich.console import Console
 from rich.segment import Segment
 from textual.strip import Strip
 
-from . import band
+from . import band, chops
 from .sgr import Writer, erases_with_background, pen_for
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def probe() -> str | None:
     params = list(inspect.signature(ChopsUpdate.__init__).parameters)[1:]
     if params != list(_FIELDS):
         return f"ChopsUpdate takes ({', '.join(params)}), not ({', '.join(_FIELDS)})"
-    return band.probe()
+    return band.probe() or chops.probe()
 
 
 def install() -> None:
@@ -101,6 +102,7 @@ def install() -> None:
         _original = vars(ChopsUpdate)["render_segments"]
     ChopsUpdate.render_segments = render_segments
     band.install(erases_with_background())
+    chops.install()
 
 
 def uninstall() -> None:
@@ -113,6 +115,7 @@ def uninstall() -> None:
     ChopsUpdate.render_segments = _original
     _original = None
     band.uninstall()
+    chops.uninstall()
 
 
 def installed() -> bool:
@@ -121,4 +124,5 @@ def installed() -> bool:
         from textual._compositor import ChopsUpdate
     except ImportError:
         return False
-    return vars(ChopsUpdate).get("render_segments") is render_segments and band.installed()
+    ours = vars(ChopsUpdate).get("render_segments") is render_segments
+    return ours and band.installed() and chops.installed()

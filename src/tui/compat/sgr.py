@@ -44,8 +44,9 @@ _ATTRS = (
 _ERASABLE = frozenset({"1", "2", "3"})
 ERASE_MIN = 4  # trailing spaces worth an EL (ESC[K is 3 bytes)
 
-State = tuple[tuple[str, ...], str, str]  # attribute codes, foreground codes, background codes
-DEFAULT: State = ((), "", "")
+Look = tuple[tuple[str, ...], str, str]  # attribute codes, foreground codes, background codes
+State = int  # a Look's number in its Pen (cheap to compare and hash, cell by cell)
+DEFAULT: State = 0  # the terminal's default look, ((), "", "")
 _STYLE_CACHE_MAX = 4096
 
 
@@ -106,7 +107,10 @@ class Pen:
         self.color_system = color_system
         self.bce = bce
         self._states: dict[Style, State | None] = {}
+        self.looks: list[Look] = [((), "", "")]  # State -> Look
+        self._numbers: dict[Look, State] = {self.looks[0]: DEFAULT}
         self._moves: dict[tuple[State | None, State], str] = {}
+        self._erasable: dict[State, bool] = {}
 
     def state(self, style: Style | None) -> State | None:
         """The SGR state a segment of `style` needs (meta ignored); None for a link, which
@@ -128,7 +132,11 @@ class Pen:
                 fg = ";".join(style.color.downgrade(system).get_ansi_codes())
             if style.bgcolor is not None:
                 bg = ";".join(style.bgcolor.downgrade(system).get_ansi_codes(False))
-            found = (attrs, fg, bg)
+            look = (attrs, fg, bg)
+            found = self._numbers.get(look)
+            if found is None:
+                found = self._numbers[look] = len(self.looks)
+                self.looks.append(look)
         if len(states) >= _STYLE_CACHE_MAX:  # styles with meta (a log line's offset) pile up
             states.clear()
         states[style] = found
@@ -139,14 +147,15 @@ class Pen:
         key = (old, new)
         found = self._moves.get(key)
         if found is None:
-            attrs, fg, bg = new
-            if old is None or not set(old[0]) <= set(attrs):
+            attrs, fg, bg = self.looks[new]
+            was = None if old is None else self.looks[old]
+            if was is None or not set(was[0]) <= set(attrs):
                 codes = ["0", *attrs, *(c for c in (fg, bg) if c)]
             else:
-                codes = [a for a in attrs if a not in old[0]]
-                if fg != old[1]:
+                codes = [a for a in attrs if a not in was[0]]
+                if fg != was[1]:
                     codes.append(fg or "39")
-                if bg != old[2]:
+                if bg != was[2]:
                     codes.append(bg or "49")
             found = f"\x1b[{';'.join(codes)}m" if codes else ""
             self._moves[key] = found
@@ -154,7 +163,11 @@ class Pen:
 
     def erasable(self, state: State) -> bool:
         """May spaces of this state be sent as EL (the terminal paints the same cells)?"""
-        return (self.bce or not state[2]) and _ERASABLE.issuperset(state[0])
+        found = self._erasable.get(state)
+        if found is None:
+            attrs, _fg, bg = self.looks[state]
+            found = self._erasable[state] = (self.bce or not bg) and _ERASABLE.issuperset(attrs)
+        return found
 
 
 _pens: dict[tuple[ColorSystem, bool], Pen] = {}
