@@ -184,8 +184,13 @@ def write(frame: BandFrame, writer: Writer) -> None:
         writer.reset(force=True)
         writer.raw(f"\x1b[{top + 1};{top + h}r\x1b[{shift}S\x1b[r")
         old = old[shift:] + [None] * shift
+    pen = writer.pen
     for i, row in enumerate(rows):
         for start, end in changed_runs(old[i], row):
+            last = row[-1]
+            if end < width and last[0] == " " and pen.erasable(last[1]):
+                if row[end:] == [last] * (width - end):  # blank to the edge: one EL
+                    end = width
             writer.move_to(start, top + i)
             writer.cells(row, start, end, to_edge=end == width)
     _shadow = Shadow(top, width, list(rows), writer.pen)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from itertools import groupby, repeat
+from operator import itemgetter
 
 from rich.cells import cell_len, get_character_cell_size
 from rich.color import ColorSystem
@@ -185,6 +187,7 @@ def pen_for(console: Console, bce: bool) -> Pen:
 
 
 Cell = tuple[str, State]
+_CHAR, _STATE = itemgetter(0), itemgetter(1)
 
 
 def cells_of(segments: Iterable[Segment], pen: Pen) -> list[Cell] | None:
@@ -196,7 +199,7 @@ def cells_of(segments: Iterable[Segment], pen: Pen) -> list[Cell] | None:
         if control or state is None:
             return None
         if len(text) == cell_len(text):
-            cells.extend([(ch, state) for ch in text])
+            cells.extend(zip(text, repeat(state, len(text)), strict=True))
             continue
         for ch in text:
             size = get_character_cell_size(ch)
@@ -220,14 +223,30 @@ def changed_runs(old: list[Cell] | None, new: list[Cell], gap: int = 8) -> list[
         return [(0, n)] if n else []
     if old == new:
         return []
+    # the equal head and tail, found by comparing slices (in C), then the cells between
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[:mid] == new[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    x = lo
+    lo, hi = 0, n - x
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[n - mid :] == new[n - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    stop = n - lo
     runs: list[tuple[int, int]] = []
-    x = 0
-    while x < n:
+    while x < stop:
         if old[x] == new[x]:
             x += 1
             continue
         start = x
-        while x < n and old[x] != new[x]:
+        while x < stop and old[x] != new[x]:
             x += 1
         if runs and start - runs[-1][1] < gap:
             runs[-1] = (runs[-1][0], x)
@@ -334,15 +353,9 @@ class Writer:
                 if end - cut >= ERASE_MIN:
                     end, erase = cut, last
         parts = self.parts
-        x = start
-        while x < end:
-            state = row[x][1]
-            run = x
-            while run < end and row[run][1] == state:
-                run += 1
+        for state, cells in groupby(row[start:end], key=_STATE):
             self._set(state)
-            parts.append("".join(ch for ch, _ in row[x:run]))
-            x = run
+            parts.append("".join(map(_CHAR, cells)))
         if erase is not None:
             self._set(erase)
             parts.append("\x1b[K")
