@@ -198,6 +198,12 @@ def test_best_scroll_finds_the_shift_and_only_when_it_saves_rows() -> None:
     assert band.best_scroll([None] * 8, new, (0, 6)) == 0
     other = [row(f"x{i}") for i in range(8)]
     assert band.best_scroll(old, other, (0, 6)) == 0
+    # beside a runs list: the rows a shift brings in are sent whole, the list's cells too;
+    # a shift that brings in most rows costs more than sending the pane's cells
+    left = [(c, s) for c in "|    |"]
+    old = [left + row(f"a{i}") for i in range(4)]
+    assert band.best_scroll(old, [left + row(f"a{i}") for i in range(1, 5)], (6, 12)) == 1
+    assert band.best_scroll(old, [left + row(f"a{i}") for i in range(2, 6)], (6, 12)) == 0
 
 
 # -- a cut line ends with "…" (issue 29, item 10) -------------------------------------------

@@ -3,10 +3,11 @@
 The app's fast paths lean on Textual internals of the version they were written for
 (Textual 8.2.8, the pinned one):
 
-- **partial updates** (`partial.py`, `band.py`, `sgr.py`): an update sent to the terminal
-  starts where the change starts, sends a style's codes only when they change, and the log's
-  rows scroll in the terminal (replaces `textual._compositor.ChopsUpdate.render_segments`
-  and `LayoutUpdate.render_segments`, wraps `Compositor.render_partial_update`);
+- **partial updates** (`partial.py`, `band.py`, `sgr.py`, `chops.py`): an update sent to the
+  terminal starts where the change starts, renders only the rows it sends, sends a style's
+  codes only when they change, and the log's rows scroll in the terminal (replaces
+  `textual._compositor.ChopsUpdate.render_segments`, `LayoutUpdate.render_segments` and
+  `Compositor._render_chops`, wraps `Compositor.render_partial_update`);
 - **input thread** (`input_wait.py`): the input thread sleeps until there is input (a
   `LinuxDriver` subclass passed to `App(driver_class=...)`);
 - **log pane** (`log.py`, and `widgets/log_pane.py`'s row cache): the log measures new

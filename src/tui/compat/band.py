@@ -32,7 +32,7 @@ from textual.geometry import Region
 from .sgr import Cell, Writer, cells_of, changed_runs, pen_for
 
 MIN_ROWS = 3  # a band smaller than this is not worth a scroll
-SCROLL_GAIN = 2  # rows a scroll must save over no scroll
+SCROLL_COST = 1  # a scroll must save at least this many of the pane's rows of cells
 
 _widgets: weakref.WeakSet = weakref.WeakSet()  # the panes whose rows may scroll
 _originals: dict[str, Any] = {}
@@ -147,23 +147,42 @@ def band_overlaps(band: Region, region: Region) -> bool:
 
 def best_scroll(old: list, new: list, cols: tuple[int, int]) -> int:
     """How many rows up the terminal should move the band before the cells are sent: the
-    shift under which most rows of the pane's columns are already right, when it saves at
-    least SCROLL_GAIN rows over no shift; else 0."""
-    x0, x1 = cols
+    shift that leaves the fewest cells to send, counting a row's pane columns (`cols`) and
+    its other columns (the runs list beside the log) apart, and the rows a shift brings in
+    as sent whole; a shift must save at least a pane row over none. 0: no shift."""
     h = len(new)
-    was = [None if r is None else hash(tuple(r[x0:x1])) for r in old]
-    now = [hash(tuple(r[x0:x1])) for r in new]
+    if not h:
+        return 0
+    x0, x1 = cols
+    pane_w = x1 - x0
+    rest_w = len(new[0]) - pane_w
 
-    def matches(d: int) -> int:
-        return sum(1 for y in range(h - d) if was[y + d] is not None and was[y + d] == now[y])
+    def parts(row: list) -> tuple[int, int]:
+        return hash(tuple(row[x0:x1])), hash((*row[:x0], *row[x1:]))
 
-    base = best = matches(0)
+    was = [None if r is None else parts(r) for r in old]
+    now = [parts(r) for r in new]
+
+    def cost(d: int) -> int:
+        cells = 0
+        for y in range(h):
+            src = was[y + d] if y + d < h else None
+            if src is None:
+                cells += pane_w + rest_w
+                continue
+            if src[0] != now[y][0]:
+                cells += pane_w
+            if src[1] != now[y][1]:
+                cells += rest_w
+        return cells
+
+    best = cost(0)
     shift = 0
-    for d in range(1, h - 1):
-        m = matches(d)
-        if m > best:
-            best, shift = m, d
-    return shift if best >= base + SCROLL_GAIN else 0
+    for d in range(1, h):
+        c = cost(d) + SCROLL_COST * pane_w
+        if c < best:
+            best, shift = c, d
+    return shift
 
 
 def write(frame: BandFrame, writer: Writer) -> None:

@@ -83,9 +83,9 @@ def mark_cut(strip: Strip, line: str, scroll_x: int, width: int) -> Strip:
 class LogTitle(LinePane):
     """The log's title as a rule above it: the file, and whether the log follows its
     newest line or is paused (how many lines came since, and the key that follows again);
-    brighter while the log has the focus. The log has no border: a scroll repaints the
-    whole widget, and a border would add its top and bottom rows (~350 bytes each) and
-    two segments to every row of every scroll."""
+    brighter while the log has the focus. The log has no border: a border would add its
+    top and bottom rows (~350 bytes each), two segments to every row the log sends, and a
+    right edge that keeps a row's trailing blanks from going as one erase."""
 
     DEFAULT_CSS = """
     LogTitle { height: 1; color: $primary; }
