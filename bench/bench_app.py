@@ -108,7 +108,9 @@ def make_root(base: Path) -> Path:
     return root
 
 
-def start_replayer(run_dir: Path, prefill: int, epochs: int) -> subprocess.Popen:
+def start_replayer(
+    run_dir: Path, prefill: int, epochs: int, lines_per_s: float = 10.0
+) -> subprocess.Popen:
     argv = [
         sys.executable,
         str(REPLAY),
@@ -116,7 +118,7 @@ def start_replayer(run_dir: Path, prefill: int, epochs: int) -> subprocess.Popen
         "--epoch-seconds",
         "2",
         "--log-lines-per-second",
-        "10",
+        str(lines_per_s),
         "--epochs",
         str(epochs),
         "--prefill-epochs",
@@ -329,6 +331,7 @@ def session(args, root: Path, base: Path, cols: int, rows: int, tmux: bool = Fal
     pid, fd = spawn_in_pty(argv, env, cols, rows)
     rec = Recorder(fd)
     res: dict = {"size": f"{cols}x{rows}", "mode": "tmux" if tmux else "direct"}
+    res.update(app=str(args.app), gpus=args.gpus, chart=bool(args.chart))
     try:
         app_pid = pid
         server = None
@@ -338,7 +341,12 @@ def session(args, root: Path, base: Path, cols: int, rows: int, tmux: bool = Fal
                 raise RuntimeError("tmux pane not found")
             server = psutil.Process(app_pid).parent()
         proc = psutil.Process(app_pid)
-        time.sleep(args.warmup)
+        if args.chart:  # the chart view, opened once the first frame is there
+            time.sleep(min(3.0, args.warmup / 2))
+            os.write(fd, b"v")
+            time.sleep(max(args.warmup - min(3.0, args.warmup / 2), 0.0))
+        else:
+            time.sleep(args.warmup)
         res["first_output_s"] = rec.first_time(b"", t_spawn) if rec.bytes_now() else None
         res["first_frame_s"] = rec.first_time(FIRST_FRAME, t_spawn)
         t0, c0, b0 = time.monotonic(), cpu_seconds(proc), rec.bytes_now()
@@ -355,6 +363,8 @@ def session(args, root: Path, base: Path, cols: int, rows: int, tmux: bool = Fal
         res["cpu_percent"] = 100.0 * (c1 - c0) / wall
         res["bytes_per_s"] = (b1 - b0) / wall
         res["thread_ms_per_s"] = threads_ms_per_s(app_pid, th0, wall)
+        # exact (schedstat), where cpu_percent counts clock ticks: a short window needs it
+        res["cpu_percent_exact"] = sum(t["ms_per_s"] for t in res["thread_ms_per_s"]) / 10
         per_s = [
             (b - pb) / (t - pt)
             for (pt, _pc, pb), (t, _c, b) in zip(slices, slices[1:], strict=False)
@@ -786,6 +796,77 @@ def print_report(res: dict) -> None:
         print(f"  {name:<30} {shown:>12}  budget <= {budget:g}{unit}  {verdict(value, budget)}")
 
 
+# -- the matrix: direct and through tmux, over sizes, chart view, GPUs, log rates -----------
+
+
+def run_matrix(args, base: Path) -> list[dict]:
+    """Each configuration (log rate x size x chart view x GPUs), each app (`--app`, then each
+    `--against`, their order alternating from one configuration to the next so the machine's
+    drift falls on both), direct and through tmux: one session each, `--repeat` times."""
+    apps = [args.app, *args.against]
+    rates = [float(r) for r in args.log_rates.split(",") if r]
+    sizes = [parse_size(x) for x in args.sizes.split(",") if x]
+    charts = [c == "on" for c in args.charts.split(",") if c]
+    gpu_counts = [int(g) for g in args.gpu_counts.split(",") if g]
+    out: list[dict] = []
+    turn = 0
+    for rate in rates:
+        root = base / f"runs-{rate:g}"
+        root.mkdir()
+        shutil.copytree(FIXTURE_RUN, root / DONE_RUN)
+        replayer = start_replayer(root / LIVE_RUN, args.prefill_epochs, args.epochs, rate)
+        try:
+            time.sleep(1.0)
+            for _ in range(max(args.repeat, 1)):
+                for cols, rows in sizes:
+                    for chart in charts:
+                        for gpus in gpu_counts:
+                            order = apps if turn % 2 == 0 else apps[::-1]
+                            turn += 1
+                            for app in order:
+                                for tmux in (False, True):
+                                    a = argparse.Namespace(**vars(args))
+                                    a.app, a.gpus, a.chart = app, gpus, chart
+                                    r = session(a, root, base, cols, rows, tmux=tmux)
+                                    r["log_lines_per_s"] = rate
+                                    out.append(r)
+                                    log(
+                                        f"{cols}x{rows} chart {'on' if chart else 'off'} "
+                                        f"{gpus} GPUs {rate:g} lines/s {r['mode']:>6} "
+                                        f"{app}: {r['bytes_per_s']:.0f} B/s, "
+                                        f"{r['cpu_percent_exact']:.2f}% CPU"
+                                    )
+        finally:
+            stop_replayer(replayer)
+    return out
+
+
+def print_matrix(sessions: list[dict]) -> None:
+    """One row per configuration and app: median bytes/s direct and through tmux, CPU."""
+    groups: dict[tuple, dict[str, list[dict]]] = {}
+    for r in sessions:
+        key = (r["log_lines_per_s"], r["size"], r["chart"], r["gpus"], r["app"])
+        groups.setdefault(key, {}).setdefault(r["mode"], []).append(r)
+    print(
+        f"{'lines/s':>7} {'size':>7} {'chart':>5} {'GPUs':>4} {'direct B/s':>11} "
+        f"{'tmux B/s':>9} {'CPU %':>6}  app (windows)"
+    )
+    for (rate, size, chart, gpus, app), modes in groups.items():
+        direct, tm = modes.get("direct", []), modes.get("tmux", [])
+
+        def med(rs: list[dict], k: str) -> str:
+            v = median([x[k] for x in rs])
+            return "-" if v is None else (f"{v:.0f}" if k == "bytes_per_s" else f"{v:.2f}")
+
+        each = ", ".join(f"{x['bytes_per_s']:.0f}" for x in direct)
+        each_t = ", ".join(f"{x['bytes_per_s']:.0f}" for x in tm)
+        print(
+            f"{rate:>7g} {size:>7} {'on' if chart else 'off':>5} {gpus:>4} "
+            f"{med(direct, 'bytes_per_s'):>11} {med(tm, 'bytes_per_s'):>9} "
+            f"{med(direct + tm, 'cpu_percent_exact'):>6}  {app} ({each} | {each_t})"
+        )
+
+
 def parse_size(text: str) -> tuple[int, int]:
     cols, rows = text.lower().split("x")
     return int(cols), int(rows)
@@ -795,7 +876,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=60.0, help="measured window per size (60)")
     p.add_argument("--warmup", type=float, default=10.0, help="seconds before measuring (10)")
-    p.add_argument("--sizes", default="120x40,80x24", help="terminal sizes (120x40,80x24)")
+    p.add_argument(
+        "--sizes", default=None, help="terminal sizes (120x40,80x24; --matrix: 80x24,120x40,200x60)"
+    )
     p.add_argument("--repeat", type=int, default=1, help="sessions per size (medians reported)")
     p.add_argument("--start-samples", type=int, default=5, help="short starts to time (5)")
     p.add_argument("--gpus", type=int, default=8, help="simulated GPUs (8)")
@@ -811,6 +894,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prefill-epochs", type=int, default=200, help="history of the live run")
     p.add_argument("--epochs", type=int, default=1000, help="total epochs of the live run (1000)")
     p.add_argument("--tmux", action="store_true", help="also measure through a private tmux")
+    p.add_argument("--chart", action="store_true", help="open the chart view (v) first")
+    p.add_argument(
+        "--matrix",
+        action="store_true",
+        help="direct and through tmux for each of --log-rates x --sizes x --charts x "
+        "--gpu-counts (sizes default 80x24,120x40,200x60), and each --against app",
+    )
+    p.add_argument("--log-rates", default="10,1", help="--matrix: log lines a second (10,1)")
+    p.add_argument("--charts", default="off,on", help="--matrix: the chart view (off,on)")
+    p.add_argument("--gpu-counts", default="8,1", help="--matrix: simulated GPUs (8,1)")
+    p.add_argument(
+        "--against",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="APP",
+        help="--matrix: another rgpu-tui console script (e.g. a worktree of main), interleaved",
+    )
     p.add_argument("--rows-report", action="store_true", help="bytes per screen row")
     p.add_argument("--save-stream", default=None, metavar="DIR", help="keep the measured bytes")
     p.add_argument("--no-memory", dest="memory", action="store_false")
@@ -854,7 +955,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.tmux and shutil.which("tmux") is None:
         sys.exit("--tmux: tmux not found")
 
-    sizes = [parse_size(s) for s in args.sizes.split(",") if s]
+    if args.matrix:
+        args.sizes = args.sizes or "80x24,120x40,200x60"
+        base = Path(tempfile.mkdtemp(prefix="rgpu-bench-app-"))
+        try:
+            sessions = run_matrix(args, base)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+        if args.json:
+            print(json.dumps({"machine": machine(), "sessions": sessions}, indent=2))
+        else:
+            print_matrix(sessions)
+        return 0
+    sizes = [parse_size(s) for s in (args.sizes or "120x40,80x24").split(",") if s]
     res: dict = {"machine": machine(), "sessions": [], "starts": [], "layouts": {}}
     base = Path(tempfile.mkdtemp(prefix="rgpu-bench-app-"))
     replayer = None

@@ -91,10 +91,11 @@ def test_80x24_whole_words_help_scrolls_and_the_log_gets_the_width(
     header = next(line for line in lines if "epoch 7/50" in line)
     assert header.rstrip().endswith("sim GPUs 0-1"), header
 
-    # the log: 56 of 80 columns; the long line shows 54 or more of them
+    # the log: 56 of 80 columns; the long line shows 54 or more of them, and "…" at the cut
     row = next(line for line in lines if "Loaded 128 YOLO" in line)
     shown = row[row.index("Loaded 128 YOLO") - 9 :].rstrip()  # from its "HH:MM:SS "
-    assert len(shown) >= 54 and LONG_LINE.startswith(shown[9:]), row
+    assert len(shown) >= 54 and shown.endswith("…"), row
+    assert LONG_LINE.startswith(shown[9:-1]), row
 
     # help: taller than the screen, says how to scroll, scrolls to its last line
     term.send("?")

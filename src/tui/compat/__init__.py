@@ -3,8 +3,11 @@
 The app's fast paths lean on Textual internals of the version they were written for
 (Textual 8.2.8, the pinned one):
 
-- **partial updates** (`partial.py`): an update sent to the terminal starts where the
-  change starts (replaces `textual._compositor.ChopsUpdate.render_segments`);
+- **partial updates** (`partial.py`, `band.py`, `sgr.py`, `chops.py`): an update sent to the
+  terminal starts where the change starts, renders only the rows it sends, sends a style's
+  codes only when they change, and the log's rows scroll in the terminal (replaces
+  `textual._compositor.ChopsUpdate.render_segments`, `LayoutUpdate.render_segments` and
+  `Compositor._render_chops`, wraps `Compositor.render_partial_update`);
 - **input thread** (`input_wait.py`): the input thread sleeps until there is input (a
   `LinuxDriver` subclass passed to `App(driver_class=...)`);
 - **log pane** (`log.py`, and `widgets/log_pane.py`'s row cache): the log measures new
@@ -156,6 +159,14 @@ def speed_up_log(pane) -> None:
     """One log pane (a `textual.widgets.Log`) measures its new lines in place; call it
     only when `status.on(LOG)`."""
     _module(LOG).speed_up(pane)
+
+
+def scroll_in_terminal(pane) -> None:
+    """`pane`'s rows may be scrolled by the terminal (used while the partial-updates fast
+    path is installed; nothing happens otherwise)."""
+    from . import band  # no private name is read when it is imported
+
+    band.add(pane)
 
 
 def in_use(app, log_pane) -> dict[str, bool]:

@@ -1,4 +1,4 @@
-"""Partial screen updates that start where the change starts.
+"""Partial screen updates that send only what changed, in fewer bytes.
 
 When part of a row changes, Textual 8.2.8 sends that row from the left edge of the
 widget holding it up to the end of the change (`ChopsUpdate.render_segments` crops
@@ -6,7 +6,11 @@ only the right end). For a GPU row whose power reading moved that is the whole r
 up to the power column, every second, for every GPU. `install()` replaces that method
 with one that also crops the left end: at the exact cell where a run of one-cell
 characters is cut, or at the start of a segment holding wide characters, so a wide
-character is never split. Everything else is Textual's code path unchanged.
+character is never split. The bytes are written by `sgr.Writer` (a style's codes only
+when they change, trailing blanks at the right edge as one erase, no newline between
+rows that each start with a cursor move), and the log's rows scroll in the terminal
+(`band.py`, installed with it); a partial update renders only the rows it sends
+(`chops.py`). Everything else is Textual's code path unchanged.
 
 The private class is imported by `probe()` and `install()` only, never when this
 module is imported.
@@ -19,9 +23,11 @@ from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.control import Control
 from rich.segment import Segment
 from textual.strip import Strip
+
+from . import band, chops
+from .sgr import Writer, erases_with_background, pen_for
 
 if TYPE_CHECKING:
     from textual._compositor import ChopsUpdate
@@ -49,13 +55,18 @@ def crop_left(strip: Strip, x: int, x1: int) -> tuple[Strip, int]:
 
 
 def render_segments(self: ChopsUpdate, console: Console) -> str:
-    """Textual's `ChopsUpdate.render_segments`, cropping both ends of each chop."""
-    sequences: list[str] = []
-    append = sequences.append
-    last_y = self.spans[-1][0]
+    """Textual's `ChopsUpdate.render_segments`, cropping both ends of each chop, written
+    by a `Writer`; the log's band first when the update carries one (`band.py`)."""
+    writer = Writer(pen_for(console, band.bce))
+    frame = getattr(self, "band", None)
+    if frame is not None:
+        band.write(frame, writer)
+    elif self.spans:
+        band.touched(self.spans)  # rows of the band written without it
     for y, x1, x2 in self.spans:
         line = self.chops[y]
         ends = self.chop_ends[y]
+        width = ends[-1] if ends else 0  # the last cut is the screen's right edge
         for end, (x, strip) in zip(ends, line.items(), strict=False):
             if strip is None or x > x2 or end <= x1:
                 continue
@@ -65,11 +76,9 @@ def render_segments(self: ChopsUpdate, console: Console) -> str:
                 strip = strip.crop(0, x2 - x)
             if not strip.cell_length:
                 continue
-            append(Control.move_to(x, y).segment.text)
-            append(strip.render(console))
-        if y != last_y:
-            append("\n")
-    return "".join(sequences)
+            writer.move_to(x, y)
+            writer.segments(strip, to_edge=x + strip.cell_length == width)
+    return writer.text()
 
 
 def probe() -> str | None:
@@ -81,7 +90,7 @@ def probe() -> str | None:
     params = list(inspect.signature(ChopsUpdate.__init__).parameters)[1:]
     if params != list(_FIELDS):
         return f"ChopsUpdate takes ({', '.join(params)}), not ({', '.join(_FIELDS)})"
-    return None
+    return band.probe() or chops.probe()
 
 
 def install() -> None:
@@ -92,6 +101,8 @@ def install() -> None:
     if _original is None:
         _original = vars(ChopsUpdate)["render_segments"]
     ChopsUpdate.render_segments = render_segments
+    band.install(erases_with_background())
+    chops.install()
 
 
 def uninstall() -> None:
@@ -103,6 +114,8 @@ def uninstall() -> None:
 
     ChopsUpdate.render_segments = _original
     _original = None
+    band.uninstall()
+    chops.uninstall()
 
 
 def installed() -> bool:
@@ -111,4 +124,5 @@ def installed() -> bool:
         from textual._compositor import ChopsUpdate
     except ImportError:
         return False
-    return vars(ChopsUpdate).get("render_segments") is render_segments
+    ours = vars(ChopsUpdate).get("render_segments") is render_segments
+    return ours and band.installed() and chops.installed()

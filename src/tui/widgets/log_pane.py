@@ -6,6 +6,7 @@ import os
 import re
 import time
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -18,8 +19,11 @@ from .. import compat
 from .lines import LinePane
 
 SHOWN_LINES = 200
-# While lines stream in, the pane scrolls at most once per LOG_PERIOD seconds: a scroll
-# repaints every row of the pane (Textual has no terminal scroll), ~200 bytes a row.
+# While lines stream in, the pane scrolls at most once per LOG_PERIOD seconds, with the app's
+# refresh: the terminal moves the rows (compat's band, when the partial-updates fast path is
+# on) and only the new lines are sent; when more lines came than the pane has rows, every
+# row is new anyway, and fewer scrolls send fewer rows (10 lines a second in 15 rows: 7.5
+# rows a second instead of 10).
 LOG_PERIOD = 2.0
 # libreyolo's log format: "2026-12-02 15:19:30 | INFO     | message"
 _LIBREYOLO_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d (\d\d:\d\d:\d\d) \| (\w+)\s*\| ")
@@ -66,12 +70,22 @@ def quick_line(line: str, index: int, scroll_x: int, width: int, style: Style) -
     return Strip(segments, width)
 
 
+def mark_cut(strip: Strip, line: str, scroll_x: int, width: int) -> Strip:
+    """`strip` (line's row, scrolled sideways by `scroll_x`) with "…" in its last cell when
+    the line goes on past the pane's right edge: a cut line says so."""
+    if width < 2 or cell_len(line.expandtabs()) <= scroll_x + width:
+        return strip
+    last = list(strip.crop(width - 1, width))
+    style = last[-1].style if last else None
+    return Strip([*strip.crop(0, width - 1), Segment("…", style)], width)
+
+
 class LogTitle(LinePane):
     """The log's title as a rule above it: the file, and whether the log follows its
     newest line or is paused (how many lines came since, and the key that follows again);
-    brighter while the log has the focus. The log has no border: a scroll repaints the
-    whole widget, and a border would add its top and bottom rows (~350 bytes each) and
-    two segments to every row of every scroll."""
+    brighter while the log has the focus. The log has no border: a border would add its
+    top and bottom rows (~350 bytes each), two segments to every row the log sends, and a
+    right edge that keeps a row's trailing blanks from going as one erase."""
 
     DEFAULT_CSS = """
     LogTitle { height: 1; color: $primary; }
@@ -129,6 +143,7 @@ class LogPane(Log):
         self.fast = fast
         if fast:
             compat.speed_up_log(self)
+        compat.scroll_in_terminal(self)  # a new line moves the rows in the terminal
         self._view: LogView | None = None  # what the pane shows
         self._latest: LogView | None = None  # the newest view it was given
         self._painted_at = -LOG_PERIOD
@@ -193,24 +208,26 @@ class LogPane(Log):
             self.show_state()
 
     def render_line(self, y: int) -> Strip:
-        """A scroll repaints every row, but most rows show a line shown a moment ago one
-        row lower: those come from a small cache instead of being rendered again. A new
-        plain line renders through `quick_line`, anything else as Log renders it."""
-        if not self.fast:
-            return super().render_line(y)
+        """A scroll renders every row again (the compositor compares them to what the
+        terminal shows), but most rows show a line shown a moment ago one row lower: those
+        come from a small cache instead of being rendered again. A new
+        plain line renders through `quick_line`, anything else as Log renders it. A line
+        wider than the pane ends with "…" (`mark_cut`), fast or not."""
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         lines = self.lines
-        if self.text_selection is not None or index >= len(lines):
-            return super().render_line(y)
-        line = lines[index]
         width = self.size.width
+        if not self.fast or self.text_selection is not None or index >= len(lines):
+            strip = super().render_line(y)
+            return mark_cut(strip, lines[index], scroll_x, width) if index < len(lines) else strip
+        line = lines[index]
         style = self.rich_style
         key = (index, line, scroll_x, width, style)
         strips = self._strips
         strip = strips.get(key)
         if strip is None:
             strip = quick_line(line, index, scroll_x, width, style) or super().render_line(y)
+            strip = mark_cut(strip, line, scroll_x, width)
             strips[key] = strip
             if len(strips) > 3 * self.size.height + 16:
                 for old in list(strips)[: len(strips) // 2]:  # the oldest half
