@@ -73,7 +73,7 @@ async def test_one_new_log_line_sends_about_one_row(runs_root, monkeypatch, writ
     app = make_app(runs_root, gpus=8)
     async with app.run_test(size=size) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        pane = app.log_pane
+        pane = app.view.log_pane
         lines = tuple(
             f"2026-12-02 12:00:{i % 60:02d} | INFO     | Epoch 3/10 [{i}/500]" for i in range(60)
         )
@@ -109,7 +109,7 @@ async def test_without_the_fast_path_a_new_line_repaints_the_pane(runs_root, mon
     app = make_app(runs_root, gpus=8)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        pane = app.log_pane
+        pane = app.view.log_pane
         lines = tuple(f"line {i}" for i in range(60))
         await _shown(pilot, clock, pane, lines)
         written.clear()
@@ -215,7 +215,7 @@ async def test_a_line_wider_than_the_pane_ends_with_an_ellipsis(runs_root, monke
     app = make_app(runs_root, gpus=None)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: app.snapshot is not None)
-        pane = app.log_pane
+        pane = app.view.log_pane
         width = pane.size.width
         fits = "f" * width
         long = "Checkpoint saved: /data/runs/yolo9t/weights/" + "x" * width
