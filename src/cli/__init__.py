@@ -1,11 +1,19 @@
 """Command line: `rgpu-tui [PATH]` opens the app; `rgpu-tui COMMAND ...` runs one of the
 sub-commands in COMMANDS (the dispatch in main() and the --help text both read that table).
 
-Argument parsing and printing only; the work is done by core (and the app). One module per
-command group: app (the app, --help, --version), snapshot (snapshot, cost), chart (chart,
-compare), push, pull, launch (launch, stop), resume, preflight, demo; beside them numbers
-(the numeric-flag validator), gpus (the GPU-source flags, --record-gpus), options (the runs
-root, the settings flags' errors) and output (what every command prints passes there).
+Argument parsing, wiring core's objects together and printing: the loops and the rules are
+core's (watch's loop core.away.watcher, the agent's core.fleet.agent, the exporter's server
+core.render.metrics_app, the hosts table's rows core.fleet.fleet_summary), the screens the
+tui's. One module per command group: app (the app, --help, --version, the words and missing
+terminals it refuses), snapshot (snapshot, cost), chart (chart, compare), push, pull, launch
+(launch, stop), resume, preflight, demo, watch, agent, fleet, exporter; beside them numbers
+(the numeric-flag validator), gpus (the GPU-source flags, --record-gpus), options (the
+settings flags and the settings they give, the runs root, the Hub's --timeout), interrupts
+(SIGTERM ends push and pull as Ctrl-C does) and output (what every command prints passes
+there).
+
+Imports: core (any wing), and tui only through its entry points: tui.app (RgpuApp), tui.fleet.app
+(FleetApp) and tui.compat (--version); an import-linter contract.
 """
 
 from __future__ import annotations

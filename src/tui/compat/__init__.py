@@ -19,7 +19,12 @@ a usable Textual): `probe()` imports and checks the names each fast path needs, 
 name that moved, an exception while installing, or `RGPU_FAST_PATHS=0`) leaves plain
 Textual in its place: the app works, only slower. `rgpu-tui --version` shows `probe()`'s
 answer; `RGPU_FAST_PATHS_REPORT=FILE` makes a running app write which ones it really uses
-(`report()`: what the tests of a real terminal read).
+(`report()`: what the tests of a real terminal read). `own_keys()` gives one screen
+instance key bindings of its own (the run view's, from its source): not a fast path, always
+used.
+
+Imports: nothing of rgpu_tui (the bottom floor of the tui, beside inert); Textual's names
+only inside the functions that use them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a run view (tui.screens.runs_view) is fed by and acts through: a *run source*.
 
 Two sources exist: the local machine (tui.actions.local.LocalRuns: core's collector feeds
-it, core's calls act) and one fleet host (tui.fleet.remote.HostRuns: the host's agent link
+it, core's calls act) and one fleet host (tui.fleet.host_screen.HostRuns: the host's agent link
 feeds it, agent commands act). The view is the same for both; everything that differs
 between them is answered here, by the source, never by a list kept in the view:
 
