@@ -45,7 +45,10 @@ COMMANDS = {
     "pull": (cmd_pull, "download a run's pushed weights and artifacts back, verified"),
     "launch": (cmd_launch, "start `libreyolo train KEY=VALUE...` detached, after doctor"),
     "stop": (cmd_stop, "stop a run: SIGINT, then SIGTERM, then SIGKILL"),
-    "resume": (cmd_resume, "continue a DEAD or FAILED run from its last.pt, in its directory"),
+    "resume": (
+        cmd_resume,
+        "continue a DEAD, FAILED or STOPPED run from its newest complete checkpoint",
+    ),
     "preflight": (cmd_preflight, "check that torch can use every GPU (one matmul each)"),
     "demo": (cmd_demo, "train yolo9-t for real on the CPU and watch it in the app"),
     "watch": (cmd_watch, "watch with no screen: one line per event, and notify_command for it"),

@@ -1,4 +1,4 @@
-"""`rgpu-tui resume RUN_DIR [--from best|last|epoch_N|PATH]`: continue a DEAD or FAILED run
+"""`rgpu-tui resume RUN_DIR [--from best|last|epoch_N|PATH]`: continue a DEAD, FAILED or STOPPED run
 from its newest complete checkpoint (or the one named), in its own directory, detached like
 `launch`. The checks, the command and the start are core's
 (core.launch.resume); here the arguments are read and the result printed."""

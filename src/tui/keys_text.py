@@ -19,7 +19,7 @@ ACTIONS: dict[str, str] = {
     "push_pick": "Pick what to push: best.pt, last.pt, an epoch_N.pt or the artifacts.",
     "launch": "Open the launch form for a new run; ctrl+l launches it.",
     "stop": "Stop the selected run: SIGINT, then SIGTERM and SIGKILL if needed.",
-    "resume": "Resume a DEAD or FAILED run from its newest complete checkpoint.",
+    "resume": "Resume a DEAD, FAILED or STOPPED run from its newest complete checkpoint.",
     "preflight": "Check the GPUs: torch, CUDA and one matmul on each.",
     "autostop": "Cancel autostop for this session, or turn it back on.",
     "charts": "Show every metric on axes, the marked runs overlaid; v again goes back.",

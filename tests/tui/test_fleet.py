@@ -425,7 +425,7 @@ async def test_r_plans_on_the_host_then_resumes_after_the_confirm(runs_root, mac
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, RunsView))
         await pilot.press("r")  # live_exp is running: refused here, nothing sent
-        said = "live_exp is running: r resumes a DEAD or FAILED run (s stops this one)."
+        said = "live_exp is running: r resumes a DEAD, FAILED or STOPPED run (s stops this one)."
         await wait_for(pilot, lambda: said in notices(app))
         await pilot.press("j", "enter", "r")
         h1 = app.fleet["h1"]

@@ -1,4 +1,4 @@
-"""`r`: resume a DEAD or FAILED run, under Pilot. A stand-in `libreyolo` records the argv
+"""`r`: resume a DEAD, FAILED or STOPPED run, under Pilot. A stand-in `libreyolo` records the argv
 it was started with and continues the run in its own directory, as libreyolo does."""
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ async def test_r_refuses_a_running_run(runs_root) -> None:
         run = app.snapshot.selected_run
         assert run.state == "running"
         await pilot.press("r")
-        said = f"{run.name} is running: r resumes a DEAD or FAILED run (s stops this one)."
+        said = f"{run.name} is running: r resumes a DEAD, FAILED or STOPPED run (s stops this one)."
         await wait_for(pilot, lambda: said in notices(app))  # what r is for
         assert not isinstance(app.screen, ConfirmScreen)
 

@@ -53,7 +53,7 @@ HELP = """\
   e y x      charts: smoothing, y-axis, x-axis; ←/→ epoch cursor; / a metric
   p / P      push best.pt / pick a file: the host pushes with its own token
   s          stop the selected run on the host
-  r          resume a DEAD or FAILED run on the host
+  r          resume a DEAD, FAILED or STOPPED run on the host
   c n g a    cost, launch, GPU check, autostop: done on the host itself
              (a notice says how)
   ctrl+p     every key of this screen, searchable

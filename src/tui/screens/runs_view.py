@@ -77,7 +77,7 @@ def stop_refusal(run: RunInfo | None) -> str | None:
 def resume_refusal(state: str) -> str | None:
     """Why a run in `state` is not resumed (`r`); None for a DEAD, FAILED or STOPPED run."""
     why = {
-        "running": "is running: r resumes a DEAD or FAILED run (s stops this one)",
+        "running": "is running: r resumes a DEAD, FAILED or STOPPED run (s stops this one)",
         "stalled": "is still alive (stalled): stop it first (s)",
         "starting": "is still starting",
         "completed": "completed: nothing to resume",
@@ -429,7 +429,7 @@ class RunsView(Screen):
         self.source.stop(run)
 
     def action_resume(self) -> None:
-        """`r`: resume a DEAD or FAILED run from its newest complete checkpoint, or another
+        """`r`: resume a DEAD, FAILED or STOPPED run from its newest complete checkpoint, or another
         picked in the dialog (core.launch.resume), which shows the exact command; the checks
         and the start run in threads."""
         run = self.shown_run()
