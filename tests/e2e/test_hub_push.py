@@ -224,7 +224,7 @@ def test_pushing_an_unchanged_file_again_makes_no_commit(hub, run) -> None:
     assert again.skipped_unchanged and not first.skipped_unchanged
     assert again.sha256 == first.sha256
     assert len(hub.commits("alice/ckpts")) == 1
-    # the Hub is asked whether it still has that file (issue 21 item 5), and nothing is sent
+    # the Hub is asked whether it still has that file, and nothing is sent
     asked = hub.requests[requests:]  # paths-info is a POST that reads
     assert [path.rsplit("/", 2)[-2] for _method, path in asked] == ["paths-info"], asked
     assert [r["outcome"] for r in read_pushes(str(run))] == ["ok", "skipped"]

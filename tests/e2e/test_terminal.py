@@ -140,7 +140,7 @@ def test_no_terminal_exits_at_once(tmp_path, stdin_tty, stdout_tty, missing) -> 
 
 
 def test_no_terminal_on_stderr_alone_exits_at_once(tmp_path) -> None:
-    """Issue 29 item 19: stdin and stdout a terminal, stderr a file (`rgpu-tui 2>err.log`):
+    """Stdin and stdout a terminal, stderr a file (`rgpu-tui 2>err.log`):
     Textual draws on stderr, so the app cannot start either; the one line goes to that
     file, the terminal gets nothing (no alternate screen), and it exits 2 at once."""
     root = tmp_path / "runs"

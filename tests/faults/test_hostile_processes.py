@@ -1,4 +1,4 @@
-"""A status.json that names a process which is not the run's (issue 20 item 15): pid 1, an
+"""A status.json that names a process which is not the run's: pid 1, an
 rgpu-tui process of the user (a watcher, `python -m rgpu_tui`), a long-lived process that
 started well before the run. `status` (the app, `snapshot`) and `stop` share one rule:
 the run reads DEAD with why, `stop` signals nothing, and the process lives on.

@@ -1,5 +1,5 @@
 """A run launched from the app, SIGKILLed after epoch 22, resumed from epoch_20.pt and
-killed again after epoch 23, as its files and records lie on disk (issue 21's run, with
+killed again after epoch 23, as its files and records lie on disk (with
 dead processes): the tests of one run's attempts and of one list of runs everywhere."""
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ async def test_r_refuses_a_running_run(runs_root) -> None:
 async def test_r_lists_the_checkpoints_and_resumes_from_the_newest_complete_one(
     project: Path,
 ) -> None:
-    """Issue 21 item 1: last.pt torn (0 bytes) by the kill; the dialog lists every
+    """last.pt torn (0 bytes) by the kill; the dialog lists every
     candidate with its epoch, size and validity, highlights epoch_2.pt, says what is
     trained again, and the resume keeps the torn last.pt aside."""
     run = project / "dead"

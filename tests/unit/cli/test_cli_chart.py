@@ -177,7 +177,7 @@ def test_fifos_in_place_of_the_run_files_never_block(tmp_path):
 
 
 def test_a_metric_by_the_name_the_views_show_draws_that_metric_only(tmp_path):
-    """Issue 29 item 13: `--metric mAP50-95` (as the header, the metrics pane and the
+    """`--metric mAP50-95` (as the header, the metrics pane and the
     chart's titles name it) drew "not in this run", exited 0, and added an unrequested
     train/box_loss panel. Now it draws metrics/mAP50-95 alone, in text and in --json."""
     run = copy_fixture(tmp_path / "run")

@@ -86,7 +86,7 @@ def test_each_command_in_the_table_dispatches_to_its_own_parser(name: str, capsy
 
 @pytest.mark.parametrize("name", [n for n in cli.COMMANDS if n != "help"])
 def test_help_command_prints_that_commands_help(name: str, capsys) -> None:
-    """Issue 29 item 12: `rgpu-tui help push` printed the general help."""
+    """`rgpu-tui help push` prints push's help, not the general help."""
     with pytest.raises(SystemExit):
         cli.main([name, "--help"])
     own = capsys.readouterr().out

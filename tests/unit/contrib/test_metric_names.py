@@ -159,7 +159,7 @@ def test_the_dashboards_queries_use_only_served_metrics_and_their_labels(served)
     for expr, legend in queries:
         check(expr, legend, served)
         used |= names_and_labels(expr)[0]
-    # the panels the issue asks for: runs (state, epoch, ETA, best), best metric over time,
+    # the dashboard's panels: runs (state, epoch, ETA, best), best metric over time,
     # GPU utilisation by run, money spent and idle money
     for name in (
         "rgpu_run_info",

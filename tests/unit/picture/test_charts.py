@@ -106,7 +106,7 @@ DEFAULT_YOLO9 = (
 )
 
 
-# the headline metric first (issue 29 item 12: it was on page 2), then the family's order
+# the headline metric first (it was on page 2), then the family's order
 FIRST_YOLO9 = ("metrics/mAP50-95", *(n for n in DEFAULT_YOLO9 if n != "metrics/mAP50-95"))
 
 
@@ -328,7 +328,7 @@ def test_a_resume_that_went_on_at_the_next_epoch_is_marked_from_the_attempts(tmp
 
 
 def test_resolve_metrics_takes_the_shown_name_and_offers_the_nearest():
-    """Issue 29 item 13: the names `rgpu-tui chart --metric` takes."""
+    """The names `rgpu-tui chart --metric` takes."""
     from rgpu_tui.core.picture.charts import metric_candidates, resolve_metrics
 
     cols = ["time", "train/loss", "metrics/mAP50-95", "metrics/mAP50", "mAP50-95"]

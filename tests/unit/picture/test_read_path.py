@@ -1,4 +1,4 @@
-"""A refresh only reads (issue 14, item 1): `rgpu-tui snapshot` and the app's refresh over a
+"""A refresh only reads: `rgpu-tui snapshot` and the app's refresh over a
 project with launch records change no file, not even launches.jsonl.
 
 The project holds a launch whose run directory was recorded, a multi-GPU-like launch whose

@@ -1,6 +1,6 @@
-"""The weights walk's bounds (core.run.weights_finder), exactly at the limit (issue 29 item
-22): a weights folder MAX_DEPTH levels under the root is found and is no doubt; one level
-deeper is not searched, and that is a doubt naming the folder (autostop holds on it)."""
+"""The weights walk's bounds (core.run.weights_finder), exactly at the limit: a weights folder
+MAX_DEPTH levels under the root is found and is no doubt; one level deeper is not searched,
+and that is a doubt naming the folder (autostop holds on it)."""
 
 from __future__ import annotations
 
