@@ -23,7 +23,7 @@ def test_a_weights_folder_at_the_depth_limit_is_found(tmp_path: Path) -> None:
     at_limit = weights_at(root, MAX_DEPTH, "d")
     scan = WeightsFinder(str(root)).scan()
     assert scan.folders == {str(at_limit): ("best.pt",)}
-    assert scan.doubts == () and scan.complete
+    assert scan.doubts == ()
 
 
 def test_one_level_past_the_limit_is_a_doubt_naming_it(tmp_path: Path) -> None:
