@@ -13,7 +13,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
+from support.run_dir import free_port
 from support.secrets import tokens_nowhere
 
 from rgpu_tui.core.base.config import Settings
@@ -98,12 +98,6 @@ def rewrite_in_place(path: Path, data: bytes, chunk: int = 0, pause: float = 0.0
 
 def token_nowhere(*places) -> None:
     tokens_nowhere(TOKENS, *places)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

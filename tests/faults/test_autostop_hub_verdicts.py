@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e.test_autostop_hub import REPO, TOKEN, do_push, free_port, make_run, rewrite_record
+from e2e.test_autostop_hub import REPO, TOKEN, do_push, make_run, rewrite_record
 from support.hub_server import HubServer
+from support.run_dir import free_port
 
 from rgpu_tui.core.away.autostop import Autostop
 from rgpu_tui.core.away.events import EventEngine

@@ -7,14 +7,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 
+from support.run_dir import iso
+
 EPOCH_S = 2.4
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 def dead_pid() -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.run_dir import iso
 from support.waiting import wait_until
 
 from rgpu_tui.core.base.config import Settings
@@ -46,8 +47,6 @@ from rgpu_tui.core.records.launch_runs import (
     match_launches,
     runs_on_disk,
 )
-
-from ..helpers import iso_utc
 
 PY = sys.executable
 
@@ -99,7 +98,7 @@ TRAPS_INT_TERM = (
 def _status_for(run_dir: Path, pid: int, started_at: float, state: str = "running") -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "status.json").write_text(
-        json.dumps({"state": state, "pid": pid, "started_at": iso_utc(started_at)})
+        json.dumps({"state": state, "pid": pid, "started_at": iso(started_at)})
     )
     return run_dir
 
