@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.run_dir import make_run as build_run
 
 from rgpu_tui.core.away.autostop import HELD_REPEAT_S, Autostop
 from rgpu_tui.core.away.events import EventEngine
@@ -50,12 +51,11 @@ def run_info(run_dir: Path, activity: float = NOW - 7200, state: str = "complete
 
 
 def make_run(root: Path, name: str, weights: dict[str, bytes] | None = None) -> Path:
-    run = root / name
-    (run / "weights").mkdir(parents=True)
-    for file, data in (weights or {}).items():
-        path = run / "weights" / file
-        path.write_bytes(data)
-        os.utime(path, (NOW - 3600, NOW - 3600))  # settled long ago (by the fake clock)
+    """A run with only its weights, each settled long ago (by the fake clock)."""
+    run = build_run(root, name, weights=weights)
+    (run / "weights").mkdir(exist_ok=True)
+    for file in weights or {}:
+        os.utime(run / "weights" / file, (NOW - 3600, NOW - 3600))
     return run
 
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.run_dir import make_run as build_run
 
 from rgpu_tui.core.fleet.snapshot_from_json import snapshot_from_json
 from rgpu_tui.core.picture.chart_layout import (
@@ -31,8 +32,7 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 
 
 def make_run(root: Path, name: str, epochs: int = 5, family: str = "yolo9", **status) -> Path:
-    run = root / name
-    run.mkdir(parents=True)
+    """A completed run of `epochs` rows with every chart's metric (support.run_dir builds it)."""
     rows = []
     for e in range(1, epochs + 1):
         rows.append(
@@ -56,7 +56,6 @@ def make_run(root: Path, name: str, epochs: int = 5, family: str = "yolo9", **st
                 "best_metric_name": "metrics/mAP50-95",
             }
         )
-    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     st = {
         "state": "completed",
         "model_family": family,
@@ -67,8 +66,7 @@ def make_run(root: Path, name: str, epochs: int = 5, family: str = "yolo9", **st
         "best_metric_name": "metrics/mAP50-95",
         **status,
     }
-    (run / "status.json").write_text(json.dumps(st))
-    return run
+    return build_run(root, name, status=st, rows=rows)
 
 
 def shown(snap, run_dir: str, price=None, colour="cyan") -> ShownRun:
