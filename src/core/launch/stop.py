@@ -199,4 +199,3 @@ def _final_state(run_dir: str, now: float) -> str | None:
     derived = derive_state(state, pid_check, None, None, now)
     pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
     return stopped_state(derived, stop_of(read_stops(run_dir), pid, started_at))
-
