@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.resumed_run import dead_pid, iso, killed_and_resumed
+from support.resumed_run import dead_pid, killed_and_resumed
+from support.run_dir import iso
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.picture.collect import Collector
