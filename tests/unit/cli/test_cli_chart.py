@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli_env import run_rgpu
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 
@@ -27,14 +28,7 @@ def environ(tmp_path: Path) -> dict:
 
 
 def rgpu(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rgpu_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=environ(tmp_path),
-        cwd=tmp_path,
-    )
+    return run_rgpu(*args, env=environ(tmp_path), cwd=tmp_path)
 
 
 def copy_fixture(dst: Path) -> Path:
