@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 from pathlib import Path
 
 import pytest
 from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
+from support.run_dir import free_port
 from support.waiting import wait_until
 
 from rgpu_tui.core.away.autostop import Autostop
@@ -93,12 +93,6 @@ def rewrite_record(run: Path, **changes) -> None:
     recs = [json.loads(line) for line in path.read_text().splitlines()]
     recs[-1].update(changes)
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- the check ----------------------------------------------------------------------------

@@ -10,12 +10,10 @@ dashboard must evaluate. Skipped, saying so, where the prometheus package is mis
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
@@ -26,6 +24,7 @@ from support.exporter_proc import Exporter
 from support.hostile import HOSTILE_NAME, make_hostile_run
 from support.hub_server import HubServer
 from support.prometheus import DASHBOARD, RULES, PrometheusServer, binary
+from support.run_dir import iso, write_status
 from support.waiting import wait_until
 
 from rgpu_tui.core.base.text import printable
@@ -33,17 +32,6 @@ from rgpu_tui.core.base.text import printable
 FIXTURE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 HF = "hf" + "_"
 WRITE_TOKEN = HF + "WriteTokenForTheExporterTest0123456789"
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), tz=timezone.utc).isoformat()
-
-
-def write_status(run: Path, **fields) -> None:
-    run.mkdir(parents=True, exist_ok=True)
-    tmp = run / ".status.json.tmp"
-    tmp.write_text(json.dumps(fields))
-    os.replace(tmp, run / "status.json")
 
 
 @pytest.fixture
@@ -77,28 +65,32 @@ def root(tmp_path: Path, trainer: subprocess.Popen, hub: HubServer) -> Path:
     created = psutil.Process(trainer.pid).create_time()
     write_status(
         root / "live",
-        state="running",
-        pid=trainer.pid,
-        started_at=iso(created),
-        updated_at=iso(created),
-        current_epoch=3,
-        completed_epochs=2,
-        total_epochs=10,
-        mean_epoch_seconds=600.0,
-        model_family="yolo9",
-        model_size="t",
-        task="detect",
+        dict(
+            state="running",
+            pid=trainer.pid,
+            started_at=iso(created),
+            updated_at=iso(created),
+            current_epoch=3,
+            completed_epochs=2,
+            total_epochs=10,
+            mean_epoch_seconds=600.0,
+            model_family="yolo9",
+            model_size="t",
+            task="detect",
+        ),
     )
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     write_status(
         root / "dead",
-        state="running",
-        pid=gone.pid,
-        started_at="2026-01-01T00:00:00+00:00",
-        updated_at="2026-01-01T01:00:00+00:00",
-        completed_epochs=6,
-        total_epochs=10,
+        dict(
+            state="running",
+            pid=gone.pid,
+            started_at="2026-01-01T00:00:00+00:00",
+            updated_at="2026-01-01T01:00:00+00:00",
+            completed_epochs=6,
+            total_epochs=10,
+        ),
     )
     (root / "dead" / "weights").mkdir()
     (root / "dead" / "weights" / "last.pt").write_bytes(checkpoint_bytes(1000, 2))

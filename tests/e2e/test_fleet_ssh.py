@@ -13,7 +13,6 @@ whole, less the moment each was taken (MOMENT).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -26,6 +25,7 @@ import pytest
 from support.checkpoints import checkpoint_bytes
 from support.cli_env import RGPU_TUI, clean_env
 from support.hub_server import HubServer
+from support.run_dir import iso, write_status
 from support.ssh_server import SshKeys, SshServer, closed_port
 from support.waiting import wait_until
 
@@ -42,12 +42,8 @@ LOCAL_TOKEN = HF + "FleetLocalTokenThatMustStayHere98765"  # where the fleet run
 VENV_BIN = str(Path(sys.executable).parent)
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), tz=timezone.utc).isoformat()
-
-
-def write_status(run_dir: Path, state: str, pid: int, started_at: str, **fields) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
+def write_run_status(run_dir: Path, state: str, pid: int, started_at: str, **fields) -> None:
+    """status.json of a run on a fleet machine: `state`, `pid`, 2 of 10 epochs done."""
     doc = {
         "state": state,
         "pid": pid,
@@ -57,9 +53,7 @@ def write_status(run_dir: Path, state: str, pid: int, started_at: str, **fields)
         "completed_epochs": 2,
         **fields,
     }
-    tmp = run_dir / ".status.json.tmp"
-    tmp.write_text(json.dumps(doc))
-    os.replace(tmp, run_dir / "status.json")
+    write_status(run_dir, doc)
 
 
 def gpu_recording(folder: Path, util: float, pids: tuple[int, ...] = ()) -> Path:
@@ -107,9 +101,9 @@ def fleet_env(tmp_path: Path):
         for name, util, pids in (("h1", 97, (trainer.pid,)), ("h2", 0, ())):
             recording = gpu_recording(tmp_path / name, util, pids)
             machines[name] = Machine(keys, tmp_path, name, gpus=recording)
-        started = _iso(psutil.Process(trainer.pid).create_time())
-        write_status(machines["h1"].root / "live", "running", trainer.pid, started)
-        write_status(machines["h2"].root / "crashed", "running", gone.pid, _iso(gone_started))
+        started = iso(psutil.Process(trainer.pid).create_time())
+        write_run_status(machines["h1"].root / "live", "running", trainer.pid, started)
+        write_run_status(machines["h2"].root / "crashed", "running", gone.pid, iso(gone_started))
         shutil.copytree(FIXTURE_RUN, machines["h2"].root / "done")
         keys.add_host("h3", closed_port())
         yield keys, machines, trainer
@@ -284,7 +278,7 @@ def test_a_host_whose_agent_is_killed_comes_back(fleet_env) -> None:
         assert states(back.snapshot) == {"live": "running"}
         assert len(h1.server.commands) == back.connects
         # the new connection's deltas apply: the link follows a run that ends
-        write_status(h1.root / "live", "completed", _trainer.pid, "2026-01-01T00:00:00+00:00")
+        write_run_status(h1.root / "live", "completed", _trainer.pid, "2026-01-01T00:00:00+00:00")
         wait_until(lambda: states(link.state().snapshot) == {"live": "completed"}, "a delta", 60)
     finally:
         link.close()
@@ -360,8 +354,8 @@ def test_stop_and_a_push_through_the_agent(tmp_path: Path, fleet_env, monkeypatc
     code = "import time; time.sleep(600)"
     trainer = subprocess.Popen([sys.executable, "-c", code, str(machine.root / "live")])
     request.addfinalizer(lambda: (trainer.kill(), trainer.wait()))
-    started = _iso(psutil.Process(trainer.pid).create_time())
-    write_status(machine.root / "live", "running", trainer.pid, started)
+    started = iso(psutil.Process(trainer.pid).create_time())
+    write_run_status(machine.root / "live", "running", trainer.pid, started)
     link = _link(keys, "h4", machine.root)
     try:
         wait_until(lambda: link.state().reachable, "h4 reachable", 60)

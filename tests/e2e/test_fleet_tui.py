@@ -22,17 +22,17 @@ import psutil
 import pytest
 from support.cli_env import RGPU_TUI, clean_env
 from support.pty_app import PtyApp
+from support.run_dir import iso
 from support.tmux import Tmux, tmux_executable
 from support.waiting import wait_until
 
 from e2e.test_fleet_ssh import (  # noqa: F401  (fleet_env is a fixture)
     LOCAL_TOKEN,
     WRITE_TOKEN,
-    _iso,
     fleet_env,
     machine_with_a_hub,
     plant_push_records,
-    write_status,
+    write_run_status,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -116,7 +116,7 @@ def test_p_in_a_hosts_full_view_pushes_from_that_machine(
     hub, machine, run, best = machine_with_a_hub(keys, tmp_path, "h4", seed=11)
     plant_push_records(run, WRITE_TOKEN)  # h4's token in the records the full view reads
     # the newest run, so the full view opens on it
-    write_status(run, "completed", trainer.pid, _iso(psutil.Process(trainer.pid).create_time()))
+    write_run_status(run, "completed", trainer.pid, iso(psutil.Process(trainer.pid).create_time()))
     screens: list[str] = []
     try:
         with Tmux(80, 24) as term:

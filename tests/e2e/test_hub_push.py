@@ -13,7 +13,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 from support.checkpoints import checkpoint_bytes
 from support.hub_server import HubServer
+from support.run_dir import free_port
 from support.secrets import tokens_nowhere
 
 from rgpu_tui.core.base.config import Settings
@@ -98,12 +98,6 @@ def rewrite_in_place(path: Path, data: bytes, chunk: int = 0, pause: float = 0.0
 
 def token_nowhere(*places) -> None:
     tokens_nowhere(TOKENS, *places)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -224,7 +218,7 @@ def test_pushing_an_unchanged_file_again_makes_no_commit(hub, run) -> None:
     assert again.skipped_unchanged and not first.skipped_unchanged
     assert again.sha256 == first.sha256
     assert len(hub.commits("alice/ckpts")) == 1
-    # the Hub is asked whether it still has that file (issue 21 item 5), and nothing is sent
+    # the Hub is asked whether it still has that file, and nothing is sent
     asked = hub.requests[requests:]  # paths-info is a POST that reads
     assert [path.rsplit("/", 2)[-2] for _method, path in asked] == ["paths-info"], asked
     assert [r["outcome"] for r in read_pushes(str(run))] == ["ok", "skipped"]

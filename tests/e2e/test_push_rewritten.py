@@ -1,4 +1,4 @@
-"""A push records the epoch of the bytes it uploaded (issue 29 item 2): libreyolo rewrites
+"""A push records the epoch of the bytes it uploaded: libreyolo rewrites
 best.pt in place when an epoch ends, and a push confirmed near an epoch's end waits for
 the file to be still (the settle wait), then uploads what it finds. Here best.pt (epoch 10)
 is really rewritten (truncated and written again, as torch.save does) with epoch 11 while

@@ -1,4 +1,4 @@
-"""End to end (issue 21, "done when"): a real CPU `libreyolo train` (save_period=1)
+"""End to end: a real CPU `libreyolo train` (save_period=1)
 launched as the app launches (core.launch.launch: no run directory recorded), SIGKILLed
 mid-run, its weights/last.pt then truncated to 0 bytes as a kill during the save leaves it.
 `rgpu-tui resume RUN` continues from the newest epoch_N.pt (the torn last.pt kept aside),

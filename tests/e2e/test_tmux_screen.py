@@ -1,4 +1,4 @@
-"""The screen in a real tmux at 80x24 and 120x40 (issue 24, item 2): the `rgpu-tui` console
+"""The screen in a real tmux at 80x24 and 120x40: the `rgpu-tui` console
 script on the first minutes of a run (tests/support/screen_runs.py: 38 metrics, a 6-line
 log with one line wider than 80 columns), read with `tmux capture-pane`.
 
@@ -9,7 +9,7 @@ log with one line wider than 80 columns), read with `tmux capture-pane`.
 * 120x40, $2.10/h: while metrics are left out (the box says "metrics 1/N"), the log has no
   more than a few empty rows.
 
-The two screens are printed (`pytest -s`): what the closing note of the issue shows.
+The two screens are printed (`pytest -s`), to be read by eye.
 """
 
 from __future__ import annotations

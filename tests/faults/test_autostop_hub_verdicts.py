@@ -1,4 +1,4 @@
-"""Autostop driven through each of the Hub's verdicts (issue 26 item 1, issue 20 item 3): the
+"""Autostop driven through each of the Hub's verdicts: the
 real `Autostop` and `WeightsChecker`, the real huggingface_hub client, the local Hub server
 (tests/support/hub_server.py). The weights were pushed for real; then the Hub loses them,
 holds another file, refuses the token, or cannot be asked (connection refused, 503, 429,
@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e.test_autostop_hub import REPO, TOKEN, do_push, free_port, make_run, rewrite_record
+from e2e.test_autostop_hub import REPO, TOKEN, do_push, make_run, rewrite_record
 from support.hub_server import HubServer
+from support.run_dir import free_port
 
 from rgpu_tui.core.away.autostop import Autostop
 from rgpu_tui.core.away.events import EventEngine

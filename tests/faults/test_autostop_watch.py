@@ -1,5 +1,5 @@
-"""Autostop in a real `rgpu-tui watch` subprocess, on the doubts a user runs into (issue 20
-items 2, 3, 5 and 9): a root that does not exist, weights the watcher's user cannot read
+"""Autostop in a real `rgpu-tui watch` subprocess, on the doubts a user runs into: a
+root that does not exist, weights the watcher's user cannot read
 (the watcher runs as another user: setpriv to nobody when the suite runs as root),
 HF_HUB_OFFLINE set, and the root reached through a symlink. Each holds with one line that
 says what to do; the command (a real process that records its argv) never runs.
@@ -119,7 +119,7 @@ def test_hf_hub_offline_holds(tmp_path: Path, watches) -> None:
 def test_weights_the_watcher_cannot_read_hold(shared_dir: Path, watches, what: str) -> None:
     """Permission denied on a weights folder or file read as "no weights": autostop ran. A
     pushed run beside it (weights were found, all on the Hub by their records) does not
-    outweigh the doubt (issue 29 item 14); HF_HUB_OFFLINE makes the Hub's answer a hold of
+    outweigh the doubt; HF_HUB_OFFLINE makes the Hub's answer a hold of
     its own, said after the doubt's."""
     prefix = unprivileged(shared_dir)
     root = shared_dir / "runs"

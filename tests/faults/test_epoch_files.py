@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
-from support.cli_env import RGPU_TUI, clean_env
+from support.cli_env import clean_env, run_rgpu
 
 from rgpu_tui.core.hub.auto_push import AutoPushState, auto_push_requests
 from rgpu_tui.core.launch.resume_from import list_candidates
@@ -28,12 +27,6 @@ def run_with_odd_epochs(tmp_path: Path) -> Path:
     for name in ("epoch_2.pt", *ODD):
         (run / "weights" / name).write_bytes(b"not a checkpoint")
     return run
-
-
-def rgpu(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(RGPU_TUI), *args], capture_output=True, text=True, timeout=60, env=clean_env(tmp_path)
-    )
 
 
 def test_the_one_check():
@@ -55,7 +48,7 @@ def test_the_one_check():
 
 def test_chart_json_saves_only_epochs_in_range(tmp_path):
     run = run_with_odd_epochs(tmp_path)
-    proc = rgpu(tmp_path, "chart", str(run), "--json")
+    proc = run_rgpu("chart", str(run), "--json", env=clean_env(tmp_path))
     assert proc.returncode == 0, proc.stderr
     [got] = json.loads(proc.stdout)["runs"]
     assert got["saved"] == [2]
@@ -63,7 +56,7 @@ def test_chart_json_saves_only_epochs_in_range(tmp_path):
 
 def test_snapshot_json_lists_them_with_no_epoch(tmp_path):
     run = run_with_odd_epochs(tmp_path)
-    proc = rgpu(tmp_path, "snapshot", str(run), "--json")
+    proc = run_rgpu("snapshot", str(run), "--json", env=clean_env(tmp_path))
     assert proc.returncode == 0, proc.stderr
     listed = {c["name"]: c["epoch"] for c in json.loads(proc.stdout)["selected"]["checkpoints"]}
     assert listed["epoch_2.pt"] == 2

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support.cli_env import RGPU_TUI, clean_env
+from support.cli_env import clean_env, run_rgpu
 from tui.helpers import rendered, wait_for
 
 from rgpu_tui.tui.app import RgpuApp
@@ -49,12 +48,6 @@ def run_with_records(tmp_path: Path, *records: tuple) -> Path:
     return root
 
 
-def rgpu(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(RGPU_TUI), *args], capture_output=True, text=True, timeout=60, env=clean_env(tmp_path)
-    )
-
-
 FORGED = {
     "-1e300": ((-1e300, "start"), NO_TIME),
     "-inf as text": (("-inf", "start"), NO_TIME),
@@ -70,7 +63,7 @@ FORGED = {
 def test_snapshot_and_cost_keep_the_runs_own_time(tmp_path: Path, case: str) -> None:
     record, said = FORGED[case]
     root = run_with_records(tmp_path, record)
-    proc = rgpu(tmp_path, "snapshot", str(root), "--json")
+    proc = run_rgpu("snapshot", str(root), "--json", env=clean_env(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(proc.stdout)
     [run] = doc["runs"]
@@ -78,17 +71,17 @@ def test_snapshot_and_cost_keep_the_runs_own_time(tmp_path: Path, case: str) -> 
     notices = f"{doc['problem']} | {run['problem']}"
     assert notices.count("ignored") == 1 and said in notices, notices
     assert "Error" not in notices
-    proc = rgpu(tmp_path, "cost", str(root), "--json", "--price-per-hour", "2")
+    proc = run_rgpu("cost", str(root), "--json", "--price-per-hour", "2", env=clean_env(tmp_path))
     assert proc.returncode == 0, proc.stderr[-2000:]
     cost = json.loads(proc.stdout)
     assert cost["run_spent"] == pytest.approx(ELAPSED / 3600 * 2, rel=0.01)
-    text = rgpu(tmp_path, "cost", str(root), "--price-per-hour", "2").stdout
+    text = run_rgpu("cost", str(root), "--price-per-hour", "2", env=clean_env(tmp_path)).stdout
     assert "run exp       $0.00 so far" in text
 
 
 def test_a_record_just_before_the_start_is_the_runs_launch(tmp_path: Path) -> None:
     root = run_with_records(tmp_path, ("start", "start"))
-    doc = json.loads(rgpu(tmp_path, "snapshot", str(root), "--json").stdout)
+    doc = json.loads(run_rgpu("snapshot", str(root), "--json", env=clean_env(tmp_path)).stdout)
     [run] = doc["runs"]
     assert doc["problem"] is None and "ignored" not in (run["problem"] or "")
     assert run["attempts"][0]["known_by"].startswith("launch record")

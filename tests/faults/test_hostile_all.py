@@ -1,4 +1,4 @@
-"""Issue 13's last check: the app, fed ONE runs root holding every hostile case at once
+"""Every hostile case at once: the app, fed ONE runs root holding every hostile case at once
 (escape sequences in every string, a non-UTF-8 name, FIFOs where run files should be,
 values out of every range, JSON nested too deep, an artifact symlinked out of the run),
 keeps refreshing, shows every sane run, quits on q, and its raw terminal output holds

@@ -1,5 +1,5 @@
-"""Hostile text reaches no terminal raw, and odd output channels break no command
-(issue 13, items 1, 11 and 12), at the system level:
+"""Hostile text reaches no terminal raw, and odd output channels break no command,
+at the system level:
 
 - the app in a real pseudo-terminal on a root whose run files hold OSC 0 / OSC 52 /
   ESC[2J / ESC[6n / C1 sequences: its raw output never holds those byte sequences, and the
@@ -158,7 +158,7 @@ def test_a_bad_path_argument_gives_one_escaped_line(hostile_root: Path, tmp_path
     assert "missing\\xff^[]0;X^G: no such file or directory" in line
 
 
-# -- a reader that went away (item 11) ---------------------------------------------------------
+# -- a reader that went away ------------------------------------------------------------------
 
 
 def _into_closed_pipe(args: list[str], env: dict[str, str]) -> tuple[int, bytes]:

@@ -1,4 +1,4 @@
-"""A status.json that names a process which is not the run's (issue 20 item 15): pid 1, an
+"""A status.json that names a process which is not the run's: pid 1, an
 rgpu-tui process of the user (a watcher, `python -m rgpu_tui`), a long-lived process that
 started well before the run. `status` (the app, `snapshot`) and `stop` share one rule:
 the run reads DEAD with why, `stop` signals nothing, and the process lives on.
@@ -15,35 +15,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 import pytest
-from support.cli_env import RGPU_TUI, clean_env
+from support.cli_env import RGPU_TUI, clean_env, run_rgpu
+from support.run_dir import iso, write_status
 from support.waiting import wait_until
 
 
-def iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat()
-
-
-def write_status(run: Path, pid: int, started_at: float) -> Path:
-    run.mkdir(parents=True, exist_ok=True)
-    doc = {"state": "running", "pid": pid, "started_at": iso(started_at), "total_epochs": 10}
-    (run / "status.json").write_text(json.dumps(doc))
-    return run
-
-
-def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(RGPU_TUI), *args], env=clean_env(tmp_path), capture_output=True, text=True,
-        timeout=60,
-    )  # fmt: skip
+def running(pid: int, started_at: float) -> dict:
+    """A running status.json naming `pid`, started at `started_at`."""
+    return {"state": "running", "pid": pid, "started_at": iso(started_at), "total_epochs": 10}
 
 
 def snapshot_run(tmp_path: Path, run: Path) -> dict:
-    got = cli(tmp_path, "snapshot", str(run), "--json")
+    got = run_rgpu("snapshot", str(run), "--json", env=clean_env(tmp_path))
     assert got.returncode == 0, got.stderr
     [info] = json.loads(got.stdout)["runs"]
     return info
@@ -104,12 +91,12 @@ def test_pid_1_with_a_later_started_at_is_not_the_run(tmp_path: Path) -> None:
     after pid 1 did is not pid 1's (a started_at 11 min after pid 1's start stands for
     "now" on a machine up for less than that too)."""
     later = max(time.time(), psutil.Process(1).create_time() + 660)
-    run = write_status(tmp_path / "runs" / "exp", 1, later)
+    run = write_status(tmp_path / "runs" / "exp", running(1, later))
     info = snapshot_run(tmp_path, run)
     assert info["state"] == "dead", info
     assert "pid 1 belongs to a process started at" in info["error"]
     assert "more than 10 min before the run started" in info["error"]
-    got = cli(tmp_path, "stop", str(run))
+    got = run_rgpu("stop", str(run), env=clean_env(tmp_path))
     assert got.returncode == 1 and "nothing was signalled" in got.stderr
 
 
@@ -128,11 +115,13 @@ def test_an_rgpu_tui_process_is_never_the_run_nor_signalled(tmp_path: Path, proc
         ),
         procs,
     )  # fmt: skip
-    run = write_status(tmp_path / "runs" / "exp", watcher.pid, watcher.create_time())
+    run = write_status(tmp_path / "runs" / "exp", running(watcher.pid, watcher.create_time()))
     info = snapshot_run(tmp_path, run)
     assert info["state"] == "dead", info
     assert f"pid {watcher.pid} is rgpu-tui itself" in info["error"]
-    got, signalled = signals_while_stopped(watcher, lambda: cli(tmp_path, "stop", str(run)))
+    got, signalled = signals_while_stopped(
+        watcher, lambda: run_rgpu("stop", str(run), env=clean_env(tmp_path))
+    )
     assert signalled == set()  # nothing was sent to it (read once stop had ended)
     assert got.returncode == 1, got
     assert f"pid {watcher.pid} is rgpu-tui itself" in got.stderr
@@ -144,11 +133,15 @@ def test_a_process_started_long_before_the_run_is_not_the_run(tmp_path: Path, pr
     """A long-lived process (a shell, sshd: here a sleep) named with a started_at an hour
     after it started read RUN for as long as it lived; stop refused it all along."""
     sleeper = started(subprocess.Popen(["sleep", "60"]), procs)
-    run = write_status(tmp_path / "runs" / "exp", sleeper.pid, sleeper.create_time() + 3600)
+    run = write_status(
+        tmp_path / "runs" / "exp", running(sleeper.pid, sleeper.create_time() + 3600)
+    )
     info = snapshot_run(tmp_path, run)
     assert info["state"] == "dead", info
     assert "more than 10 min before the run started" in info["error"]
-    got, signalled = signals_while_stopped(sleeper, lambda: cli(tmp_path, "stop", str(run)))
+    got, signalled = signals_while_stopped(
+        sleeper, lambda: run_rgpu("stop", str(run), env=clean_env(tmp_path))
+    )
     assert signalled == set()  # nothing was sent to it (read once stop had ended)
     assert got.returncode == 1 and "more than 10 min before the run started" in got.stderr
     assert procs[0].poll() is None

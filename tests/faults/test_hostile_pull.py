@@ -1,4 +1,4 @@
-"""`pull` against a hostile Hub (issue 20 items 13 and 14): a listing whose pages never end
+"""`pull` against a hostile Hub: a listing whose pages never end
 or that drips a few bytes at a time is cut by --timeout as a whole and by a cap on its
 entries; one odd file name in the repo is skipped with a notice; an unexpected error is one
 line, said once, with no Python exception name.

@@ -1,7 +1,6 @@
-"""Hostile run files and settings through the whole system (issue 13, items 6, 7, 8, 9, 13
-and the config part of 15): `rgpu-tui snapshot` and `rgpu-tui cost` as subprocesses, and
-the app under Pilot, over one runs root that holds FIFOs where files should be, values out
-of every range, and sane runs beside them.
+"""Hostile run files and settings through the whole system: `rgpu-tui snapshot` and `rgpu-tui
+cost` as subprocesses, and the app under Pilot, over one runs root that holds FIFOs where
+files should be, values out of every range, and sane runs beside them.
 
 What the user must see: every sane run, each broken run with a one-line problem, exit
 status 0, no traceback; a bad setting is one line and exit status 2. Before the fixes a

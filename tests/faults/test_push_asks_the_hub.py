@@ -1,4 +1,4 @@
-"""`push` asks the Hub before it skips a file as unchanged (issue 21 item 5): after the Hub
+"""`push` asks the Hub before it skips a file as unchanged: after the Hub
 lost the repo's files, `rgpu-tui push RUN` said "best.pt ... is unchanged since it was
 pushed" and exited 0; only --force pushed it. Now the Hub is asked (the check autostop
 makes): not there, or another file there, pushes again; a Hub that cannot be asked is said

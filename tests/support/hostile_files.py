@@ -1,4 +1,4 @@
-"""A runs root of hostile run FILES (issue 13 items 6-9, 13): FIFOs where a run file should
+"""A runs root of hostile run FILES: FIFOs where a run file should
 be, values out of every range, JSON nested too deep, a BOM, a run too deep to be searched,
 and sane runs beside them. `EXPECTED` says the one-line problem each run must show.
 (support.hostile holds the hostile TEXT: escape sequences in names and fields.)"""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import urllib.error
 import urllib.parse
@@ -17,6 +16,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from support.run_dir import free_port
 
 from .docs import REPO
 from .waiting import wait_until
@@ -44,12 +45,6 @@ def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     return subprocess.run(
         [binary("promtool"), *args], capture_output=True, text=True, timeout=120, cwd=cwd
     )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PrometheusServer:

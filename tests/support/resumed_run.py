@@ -1,5 +1,5 @@
 """A run launched from the app, SIGKILLed after epoch 22, resumed from epoch_20.pt and
-killed again after epoch 23, as its files and records lie on disk (issue 21's run, with
+killed again after epoch 23, as its files and records lie on disk (with
 dead processes): the tests of one run's attempts and of one list of runs everywhere."""
 
 from __future__ import annotations
@@ -7,14 +7,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 
+from support.run_dir import iso
+
 EPOCH_S = 2.4
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 def dead_pid() -> int:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import psutil
 
+from support.run_dir import iso
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
 LIVE = "yolo9t-coco8"
 LONG_LINE = (
@@ -32,10 +34,6 @@ LONG_LINE = (
 )
 LIVE_EPOCH = 6
 LIVE_TOTAL = 50
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 def _log_line(ts: float, message: str, level: str = "INFO") -> str:

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,12 +20,9 @@ import psutil
 import pytest
 from e2e.test_hub_push import WRITE_TOKEN
 from support.hub_server import HubServer
+from support.run_dir import iso, write_status
 
 SAMPLE = Path(__file__).resolve().parents[1] / "fixtures" / "run_completed"
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -49,7 +45,8 @@ def _copy_sample(dst: Path) -> None:
 
 
 def _write_status(run: Path, data: dict, mtime: float) -> None:
-    (run / "status.json").write_text(json.dumps(data))
+    """status.json, then every run file's mtime set to `mtime`."""
+    write_status(run, data)
     for name in ("status.json", "metrics.jsonl", "train.log", "results.csv"):
         if (run / name).exists():
             os.utime(run / name, (mtime, mtime))

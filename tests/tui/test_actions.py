@@ -8,10 +8,10 @@ import shutil
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 
 import psutil
 import pytest
+from support.run_dir import iso
 from textual.widgets import Input, Static
 
 from rgpu_tui.core.base.config import Settings
@@ -118,10 +118,6 @@ async def test_a_run_launched_from_the_form_appears_and_is_selected(tmp_path, tr
         assert app.snapshot.selected_run.current_epoch == 1
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), tz=timezone.utc).isoformat()
-
-
 @pytest.fixture
 def stoppable_run(tmp_path):
     """A run directory whose status.json names a real process (it ignores SIGINT)."""
@@ -147,8 +143,8 @@ def stoppable_run(tmp_path):
             {
                 "state": "running",
                 "pid": child.pid,
-                "started_at": _iso(created),
-                "updated_at": _iso(time.time()),
+                "started_at": iso(created),
+                "updated_at": iso(time.time()),
                 "total_epochs": 10,
                 "completed_epochs": 2,
             }

@@ -41,7 +41,7 @@ def titles(text: str) -> list[str]:
 )
 async def test_v_shows_as_many_panels_as_fit_and_v_again_the_log(runs_root, size, least):
     """The first page holds train/loss and the headline metric (mAP50-95, the run's
-    best_metric_name) at every size, 80x24 included (issue 29 item 12: it held
+    best_metric_name) at every size, 80x24 included (it held
     train/box_loss alone there, mAP50-95 was on page 2 and train/loss on none)."""
     app = make_app(runs_root)
     async with app.run_test(size=size) as pilot:
@@ -178,7 +178,7 @@ async def test_the_view_redraws_only_on_a_new_epoch(runs_root):
 
 
 async def test_metric_rows_say_which_number_is_which(runs_root):
-    """The numbers after a sparkline carry labels and epochs (issue 24); from 40 rows the
+    """The numbers after a sparkline carry labels and epochs; from 40 rows the
     pane shows up to 8 metrics instead of 3."""
     from rgpu_tui.tui.widgets.metrics import MetricsPane
 

@@ -158,7 +158,7 @@ async def test_the_gpu_header_and_the_banner_read_one_idle_clock(runs_root):
 
 async def test_the_price_from_price_command_drives_the_strip_and_c(runs_root, tmp_path):
     """A stand-in provider command (a real executable) gives the app its price: the strip and
-    `c` say where it came from and how old it is (issue 32, item 4)."""
+    `c` say where it came from and how old it is."""
     cmd = tmp_path / "provider-price"
     cmd.write_text(f"#!{sys.executable}\nprint('1.90 25.00')\n")
     cmd.chmod(0o755)

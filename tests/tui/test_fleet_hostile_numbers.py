@@ -1,4 +1,4 @@
-"""A host's numbers out of range in the fleet's host view (issue 20 item 17): unknown, and
+"""A host's numbers out of range in the fleet's host view: unknown, and
 the view says which (the run's header; the cost strip shows no negative price). FAKE links
 as in tests/tui/test_fleet.py, fed the real Collector's snapshot JSON, then altered."""
 

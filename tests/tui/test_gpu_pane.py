@@ -72,7 +72,7 @@ async def test_replay_in_a_container(runs_root, tmp_path, size) -> None:
 
 
 async def test_a_training_setting_up_is_shown_and_the_machine_is_not_idle(runs_root, tmp_path):
-    """Issue 32, item 3: `libreyolo train` started by hand (a real process: a tiny script
+    """`libreyolo train` started by hand (a real process: a tiny script
     named libreyolo on a temporary PATH) before its status.json: the pane says SETTING UP
     with its command, and not IDLE."""
     bin_dir = tmp_path / "bin"
@@ -106,7 +106,7 @@ async def test_a_training_setting_up_is_shown_and_the_machine_is_not_idle(runs_r
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])
 async def test_gpu_health_from_120_columns(runs_root, tmp_path, size) -> None:
-    """Issue 32, item 5: a recording (--gpu-replay) with the health fields: from 120 columns
+    """A recording (--gpu-replay) with the health fields: from 120 columns
     each GPU has its health row, what slows it first; a GPU without them reads N/A, never 0;
     at 80 columns the rows are as before."""
     sample = {

@@ -1,4 +1,4 @@
-"""The app on hostile runs under Pilot (issue 13, items 1 and 12): control sequences from
+"""The app on hostile runs under Pilot: control sequences from
 run files show as visible ``^[`` text in the runs list, the header, the metrics and the
 log (and on the whole screen), never as the characters themselves; a directory name that
 is not UTF-8 and holds a newline is listed without a crash; a run named with markup

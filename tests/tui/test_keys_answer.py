@@ -1,4 +1,4 @@
-"""Every key answers (issue 24, item 4): in a host's full view `c`, `n`, `g` and `a` say
+"""Every key answers: in a host's full view `c`, `n`, `g` and `a` say
 where that is done; `a` with no autostop anywhere says there is nothing to cancel; `r` on a
 launch that never started says so in the user's terms (not its .rgpu/launch/ID stand-in);
 the command palette (ctrl+p) lists every action bound on the app and the screen, with its

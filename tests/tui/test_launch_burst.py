@@ -1,5 +1,5 @@
 """Keys that arrive in one burst (a paste, `tmux send-keys`, a laggy SSH link) land in order
-in the field that had focus when each arrived (issue 29 item 5): the console script in a
+in the field that had focus when each arrived: the console script in a
 real pseudo-terminal, every key of the burst in one write, with the fast paths on and off.
 Before the fix `Tab End BSpace×4 7 0` put "70" into data.yaml and emptied epochs. The
 chart view's metric filter is such a field too."""

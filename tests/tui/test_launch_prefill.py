@@ -1,4 +1,4 @@
-"""The launch form (`n`) starts from something that works (issue 24, item 5): a clone of
+"""The launch form (`n`) starts from something that works: a clone of
 the selected run, what was typed there earlier this session, a visible focus; after a
 doctor warning, ctrl+l again launches without running the doctor again."""
 

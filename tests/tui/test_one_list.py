@@ -1,4 +1,4 @@
-"""One list of runs (issue 21, item 2): the app, `rgpu-tui snapshot`, `rgpu-tui agent` and
+"""One list of runs: the app, `rgpu-tui snapshot`, `rgpu-tui agent` and
 `rgpu-tui watch` build it the same way from the same files. A run launched from the app,
 killed, resumed and killed again is one row everywhere; its launch is never a "FAIL exp
 (launch)" of its own."""

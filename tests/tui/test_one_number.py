@@ -1,4 +1,4 @@
-"""One number everywhere (issue 29's done-when): a set of runs, and every view of each gives
+"""One number everywhere: a set of runs, and every view of each gives
 the same time, money, state and epochs: the app's header, cost strip and cost view (under
 Pilot), `rgpu-tui snapshot --json`, `compare --json`, `chart --json`, the exporter's
 /metrics and a fleet host's view (the snapshot `rgpu-tui agent` sends), each a real

@@ -112,7 +112,7 @@ def shown_target(app) -> str:
 @pytest.mark.parametrize("hub_path", ["models/{run}/ckpt/{file}", "./models//{run}/./{file}"])
 async def test_the_dialog_shows_the_path_that_is_pushed(tmp_path, hub, hub_path):
     """A custom hub_path: the path in the confirm dialog is the path of the commit and of
-    the record, for a checkpoint and for the artifacts (issue 14, item 2)."""
+    the record, for a checkpoint and for the artifacts."""
     run = make_run(tmp_path / "runs")
     settings = Settings(hub_repo="alice/ckpts", hub_path=hub_path)
     app = RgpuApp(root=str(run.parent), interval=3600, fake_gpus=1, settings=settings)

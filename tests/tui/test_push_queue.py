@@ -1,4 +1,4 @@
-"""The app has one push queue (issue 14 item 3): pushes asked at the same moment from the
+"""The app has one push queue: pushes asked at the same moment from the
 UI thread (a key) and the refresher's thread (auto-push) go to that one queue and run one
 at a time; making it costs no thread until the first push; a push asked while the app
 exits starts nothing."""

@@ -10,11 +10,11 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from support.checkpoints import epoch_checkpoint
+from support.run_dir import iso
 from textual.widgets import OptionList
 
 import rgpu_tui.core.launch.launch_spec as launch_spec_mod
@@ -42,10 +42,6 @@ os.replace(os.path.join(run, ".st"), os.path.join(run, "status.json"))
 """
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(int(ts), tz=timezone.utc).isoformat()
-
-
 def _dead_pid() -> int:
     proc = subprocess.Popen(["sleep", "0"])
     proc.wait()
@@ -65,7 +61,7 @@ def project(tmp_path: Path, monkeypatch):
         (run / "weights").mkdir(parents=True)
         epochs = 2 if state == "running" else 4
         status = dict(state=state, pid=_dead_pid(), total_epochs=4, completed_epochs=epochs)
-        status["started_at"] = _iso(time.time() - 600)
+        status["started_at"] = iso(time.time() - 600)
         (run / "status.json").write_text(json.dumps(status))
         rows = [json.dumps({"epoch": e, "train/loss": 1.0 / e}) for e in range(1, epochs + 1)]
         (run / "metrics.jsonl").write_text("\n".join(rows) + "\n")
@@ -185,7 +181,7 @@ async def test_r_refuses_a_running_run(runs_root) -> None:
 async def test_r_lists_the_checkpoints_and_resumes_from_the_newest_complete_one(
     project: Path,
 ) -> None:
-    """Issue 21 item 1: last.pt torn (0 bytes) by the kill; the dialog lists every
+    """last.pt torn (0 bytes) by the kill; the dialog lists every
     candidate with its epoch, size and validity, highlights epoch_2.pt, says what is
     trained again, and the resume keeps the torn last.pt aside."""
     run = project / "dead"

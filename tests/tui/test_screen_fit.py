@@ -1,4 +1,4 @@
-"""The screen used well at 80x24 and 120x40 (issue 24, item 2), under Pilot: help scrolls to
+"""The screen used well at 80x24 and 120x40, under Pilot: help scrolls to
 its last line and says how; the footer shows whole keys only; the runs list narrows at 80
 columns so the log gets the width; the run header keeps "sim GPUs 0-1"; the metrics and the
 log share the rows (no empty log rows while metrics are left out); the log says whether it
@@ -227,7 +227,7 @@ async def test_the_log_says_it_follows_or_is_paused_with_the_lines_since(tmp_pat
 async def test_another_run_is_followed_from_its_end(tmp_path):
     """A log paused (scrolled back) and then another run chosen: the other run's log is
     followed from its end, not left where the first one was paused. Both logs are longer
-    than the pane, and the pause is seen before the switch (issue 29 item 20)."""
+    than the pane, and the pause is seen before the switch."""
     root = build_screen_root(tmp_path)
     append_log(root, [f"early line {i}" for i in range(60)])
     for run in root.iterdir():  # whichever run `j` reaches has a log longer than the pane

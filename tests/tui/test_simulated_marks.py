@@ -1,4 +1,4 @@
-"""Simulated GPUs are marked wherever they appear on the screen (issue 24, item 7): each
+"""Simulated GPUs are marked wherever they appear on the screen: each
 GPU row and the run header's GPUs, not only the pane's first line, and the fleet's hosts
 table (its row and its totals) and `fleet --once`; NVML's never are."""
 

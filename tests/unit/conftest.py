@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.run_dir import write_status as support_write_status
 
 from .helpers import SAMPLE_RUN
 
@@ -36,14 +37,7 @@ def write_status() -> Callable[..., Path]:
     """write_status(run_dir, mtime=None, **fields): atomically (re)write status.json."""
 
     def _write(run_dir: Path, mtime: float | None = None, **fields) -> Path:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        path = run_dir / "status.json"
-        tmp = run_dir / ".status.json.tmp"
-        tmp.write_text(json.dumps(fields))
-        os.replace(tmp, path)
-        if mtime is not None:
-            os.utime(path, (mtime, mtime))
-        return path
+        return support_write_status(run_dir, fields, mtime) / "status.json"
 
     return _write
 

@@ -1,4 +1,4 @@
-"""No module in src over MAX_LINES lines (issue 14, item 5): a file past it usually holds
+"""No module in src over MAX_LINES lines: a file past it usually holds
 two jobs; split it along them rather than growing it."""
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ settings.stop_kill_after s, and only ever to a process that started with the run
 looks like a trainer (core.launch.stop_target decides). Before the first signal a line in
 `<run>/.rgpu/stops.jsonl` says who stopped which attempt (core.records.stop_records), so
 the run reads STOPPED afterwards, not FAIL or DEAD. `stop_run` stops the run of a run
-directory, `stop_launch` a launch that has no status.json yet. Both block until the
-process has ended (or cannot be stopped) and report progress as they go. A run that is not
-running is not stopped: `ok` is False and `error` says what it reads.
+directory (a launch still starting, without a status.json, is not stopped: the app says
+so). It blocks until the process has ended (or cannot be stopped) and reports progress as
+it goes. A run that is not running is not stopped: `ok` is False and `error` says what it
+reads.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from dataclasses import asdict, dataclass
 
 import psutil
 
-from ..records.launch_records import LaunchRecord, read_launches
-from ..records.launch_runs import launch_state, read_status
+from ..records.launch_records import read_launches
+from ..records.launch_runs import read_status
 from ..records.records import append_json_line
 from ..records.stop_records import StopRecord, read_stops, stop_of, stopped_state, stops_path
 from ..run.status import check_pid, derive_state, parse_time
@@ -198,28 +199,3 @@ def _final_state(run_dir: str, now: float) -> str | None:
     derived = derive_state(state, pid_check, None, None, now)
     pid = pid if isinstance(pid, int) and not isinstance(pid, bool) else None
     return stopped_state(derived, stop_of(read_stops(run_dir), pid, started_at))
-
-
-def stop_launch(
-    record: LaunchRecord,
-    settings,
-    on_progress: ProgressFn | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    now: Callable[[], float] = time.time,
-) -> StopResult:
-    """Stop a launch that has no status.json yet (state "starting"); as stop_run."""
-    state = launch_state(record, now())
-    if state.state == "started" and state.run_dir:
-        return stop_run(state.run_dir, settings, on_progress, sleep, now)
-    if state.state == "died":
-        return StopResult(True, "died", error=None)
-    proc = verify(record.pid, None, record.create_time)
-    if proc == GONE:
-        return StopResult(True, launch_state(record, now()).state)
-    if isinstance(proc, str):
-        return StopResult(False, None, error=f"not stopped: {proc}; nothing was signalled")
-    target = stop_target(proc)
-    ok, sent, error, seconds = _escalate(target, settings, on_progress, sleep, now)
-    after = launch_state(record, now())
-    final = _final_state(after.run_dir, now()) if after.run_dir else after.state
-    return StopResult(ok, final, sent, error, target.label, seconds)

@@ -141,7 +141,6 @@ METRICS: tuple[Metric, ...] = (
         "When the Snapshot served was built, Unix seconds (a stuck refresh shows as its age).",
     ),
 )
-BY_NAME = {m.name: m for m in METRICS}
 
 
 @dataclass

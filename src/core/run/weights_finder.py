@@ -52,10 +52,6 @@ class WeightsScan:
     doubts: tuple[str, ...] = ()  # what could not be looked at, one line each
     dirs: int = 0  # folders walked
 
-    @property
-    def complete(self) -> bool:
-        return not self.doubts
-
 
 class WeightsFinder:
     """Walks `root` for weights folders, reusing what did not change (see the module doc)."""

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.run_dir import make_run as build_run
 
 from rgpu_tui.core.away.autostop import HELD_REPEAT_S, Autostop
 from rgpu_tui.core.away.events import EventEngine
@@ -50,12 +51,11 @@ def run_info(run_dir: Path, activity: float = NOW - 7200, state: str = "complete
 
 
 def make_run(root: Path, name: str, weights: dict[str, bytes] | None = None) -> Path:
-    run = root / name
-    (run / "weights").mkdir(parents=True)
-    for file, data in (weights or {}).items():
-        path = run / "weights" / file
-        path.write_bytes(data)
-        os.utime(path, (NOW - 3600, NOW - 3600))  # settled long ago (by the fake clock)
+    """A run with only its weights, each settled long ago (by the fake clock)."""
+    run = build_run(root, name, weights=weights)
+    (run / "weights").mkdir(exist_ok=True)
+    for file in weights or {}:
+        os.utime(run / "weights" / file, (NOW - 3600, NOW - 3600))
     return run
 
 
@@ -289,7 +289,7 @@ def test_the_hub_disagreeing_holds_and_an_unreachable_hub_holds_unless_trusted(r
     assert "the Hub disagrees: exp1 best.pt: alice/ckpts: x is another file" in held.message
     assert f"rgpu-tui push {run} --force" in held.message
 
-    r2 = rig()  # the same files, a Hub that cannot be reached: held (issue 20 item 3)
+    r2 = rig()  # the same files, a Hub that cannot be reached: held
     r2.events.clear()
     r2.runs = [run_info(run)]
     r2.hub.unreachable = "cannot reach the Hub at https://hub.invalid: connection refused"
@@ -476,7 +476,7 @@ def test_the_token_reaches_no_record_plan_or_message(rig, tmp_path: Path) -> Non
 
 
 def test_a_training_setting_up_keeps_autostop_waiting(rig, tmp_path: Path) -> None:
-    """Issue 32, item 3: `libreyolo train` started by hand, still caching its dataset (no
+    """`libreyolo train` started by hand, still caching its dataset (no
     status.json, GPUs at 0%), is a real process here; the Collector's snapshots read busy and
     autostop waits; once it is gone the machine idles and autostop runs after its minutes."""
     r = rig()

@@ -1,7 +1,7 @@
-"""Autostop holds on every doubt (issue 20 items 1, 2, 4, 6, 7, 8; issue 21 item 6; issue 26
-item 2). Each test drives `Autostop` itself with a fake clock, as `rgpu-tui watch` does,
-over real files; the Hub is the stand-in of test_autostop.py (a function saying what
-lookup_on_hub would: tests/faults/test_autostop_hub_verdicts.py asks the local Hub server).
+"""Autostop holds on every doubt. Each test drives `Autostop` itself with a fake clock, as
+`rgpu-tui watch` does, over real files; the Hub is the stand-in of test_autostop.py (a
+function saying what lookup_on_hub would: tests/faults/test_autostop_hub_verdicts.py asks
+the local Hub server).
 
 The command is a real process that records its argv: "ran" means the machine would have
 been stopped.
@@ -86,7 +86,7 @@ def test_a_run_folder_reached_through_a_symlink_holds_it(rig, tmp_path: Path) ->
 
 def pushed_run(r) -> None:
     """A run beside the doubtful folder whose best.pt is on the Hub: weights were found,
-    and every one found is safe; the doubt alone must hold it (issue 29 item 14)."""
+    and every one found is safe; the doubt alone must hold it."""
     run = make_run(r.root, "exp1", {"best.pt": DATA})
     record_push(run, "best.pt", DATA)
     r.runs = [run_info(run)]
@@ -224,7 +224,7 @@ def test_a_new_run_with_weights_in_that_window_cancels(rig) -> None:
 def test_a_weights_file_gone_in_that_window_cancels(rig) -> None:
     """One of two pushed runs loses its best.pt while the notification goes out (moved,
     deleted, a cleanup script): what was judged safe is not what is there, though nothing
-    new appeared (issue 29 item 15)."""
+    new appeared."""
     r = rig()
     gate = Gate()
     r.autostop.drained = gate
@@ -341,7 +341,7 @@ def test_a_folder_with_only_epoch_files_keeps_the_newest(rig) -> None:
     assert "exp1: epoch_12.pt was never pushed" in r.named("autostop_held")[0].message
 
 
-# -- issue 26 item 2: a best.pt symlinked out of the run ------------------------------------
+# -- a best.pt symlinked out of the run ------------------------------------
 
 
 def test_a_best_pt_symlinked_out_of_the_run_holds(rig, tmp_path: Path) -> None:
@@ -358,7 +358,7 @@ def test_a_best_pt_symlinked_out_of_the_run_holds(rig, tmp_path: Path) -> None:
     assert r.ran() == []
 
 
-# -- issue 21 item 6: a held autostop looks again when a push lands --------------------------
+# -- a held autostop looks again when a push lands --------------------------
 
 
 def test_a_push_that_lands_is_looked_at_within_one_refresh(rig) -> None:
@@ -411,7 +411,7 @@ def test_a_root_that_is_a_file_holds(rig) -> None:
     )
 
 
-# -- a torn checkpoint (issue 21: the one validity check, used by autostop too) -------------
+# -- a torn checkpoint (the one validity check, used by autostop too) -------------
 
 
 @pytest.mark.parametrize("torn", [b"", b"PK\x03\x04" + b"cut short" * 100])

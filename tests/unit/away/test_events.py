@@ -432,7 +432,7 @@ def test_a_launch_that_died_before_status_json_names_the_run_it_was_launched_for
     tmp_path: Path,
 ) -> None:
     """notify's {run} for a launch that died before its status.json: the run directory it
-    was launched for (project/name), never its stand-in under .rgpu/launch/ (issue 29)."""
+    was launched for (project/name), never its stand-in under .rgpu/launch/."""
     import subprocess
     import sys
     import time

@@ -1,4 +1,4 @@
-"""More runs than the watcher's state keeps (issue 20 item 12): past 10,000 runs the oldest
+"""More runs than the watcher's state keeps: past 10,000 runs the oldest
 entries were dropped, live runs among them, and each refresh told some of them as
 `run_started` again, forever. No run is news twice, whatever the count; a restarted watcher
 (its state saved and loaded) repeats nothing either."""

@@ -1,4 +1,4 @@
-"""notify_command against hostile input (issue 20 items 10 and 11): a run or host name, or a
+"""notify_command against hostile input: a run or host name, or a
 message, never becomes an option, a file to read or a header of the command; a command's
 output is read as it comes into a bounded tail; a command that exits but leaves a child
 holding its output is done when it exits.

@@ -1,4 +1,4 @@
-"""price_command (issue 32, item 4): the feed runs a real command on its own thread, keeps the
+"""price_command: the feed runs a real command on its own thread, keeps the
 last good price across failures, and the cost views say where the price came from and how old
 it is. The docs/cost.md examples for vast.ai, RunPod and Lambda run against stand-in `vastai`
 and `curl` executables written here, which print the JSON shapes those providers document.

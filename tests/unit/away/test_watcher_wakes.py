@@ -1,8 +1,7 @@
-"""`watch`'s loop (core.away.watcher) looks again soon while autostop's notification goes
-out (issue 20 item 4): with `--interval 3600` the command would otherwise run, and be
-looked at, an hour after the `autostop` event. FAKE collector, stop and autostop (the
-loop's three collaborators, each a few lines that record what the loop asked); the real
-EventEngine."""
+"""`watch`'s loop (core.away.watcher) looks again soon while autostop's notification goes out:
+with `--interval 3600` the command would otherwise run, and be looked at, an hour after the
+`autostop` event. FAKE collector, stop and autostop (the loop's three collaborators, each a
+few lines that record what the loop asked); the real EventEngine."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hints name our command the way this shell finds it (issue 29 item 11): `rgpu-tui` when
+"""Hints name our command the way this shell finds it: `rgpu-tui` when
 that name on PATH is this very program, else the program's absolute path (the README runs
 `.venv/bin/rgpu-tui` without putting it on PATH)."""
 

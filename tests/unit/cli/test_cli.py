@@ -7,18 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-def rgpu(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rgpu_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+from support.cli_env import run_rgpu
 
 
 def test_snapshot_json_on_the_sample_run(sample_run: Path) -> None:
-    proc = rgpu("snapshot", str(sample_run), "--json")
+    proc = run_rgpu("snapshot", str(sample_run), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["schema_version"] == 1
@@ -31,7 +24,7 @@ def test_snapshot_json_on_the_sample_run(sample_run: Path) -> None:
 
 
 def test_snapshot_json_on_a_runs_root(sample_run: Path) -> None:
-    proc = rgpu("snapshot", str(sample_run.parent), "--json")
+    proc = run_rgpu("snapshot", str(sample_run.parent), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert [r["name"] for r in data["runs"]] == ["run1"]
@@ -39,7 +32,7 @@ def test_snapshot_json_on_a_runs_root(sample_run: Path) -> None:
 
 
 def test_snapshot_text_mentions_run_name_and_state(sample_run: Path) -> None:
-    proc = rgpu("snapshot", str(sample_run))
+    proc = run_rgpu("snapshot", str(sample_run))
     assert proc.returncode == 0, proc.stderr
     assert "run1" in proc.stdout
     assert "completed" in proc.stdout
@@ -49,7 +42,7 @@ def test_snapshot_text_mentions_run_name_and_state(sample_run: Path) -> None:
 def test_snapshot_missing_path_fails_with_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "runs"
     for args in (("snapshot", str(missing), "--json"), ("snapshot", str(missing))):
-        proc = rgpu(*args)
+        proc = run_rgpu(*args)
         assert proc.returncode != 0
         assert proc.stdout == ""
         lines = proc.stderr.strip().splitlines()
@@ -58,7 +51,7 @@ def test_snapshot_missing_path_fails_with_one_line(tmp_path: Path) -> None:
 
 
 def test_snapshot_json_with_simulated_gpus_has_gpus_and_system(sample_run: Path) -> None:
-    proc = rgpu("snapshot", str(sample_run), "--json", "--fake-gpus", "3")
+    proc = run_rgpu("snapshot", str(sample_run), "--json", "--fake-gpus", "3")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     gpus = data["gpus"]

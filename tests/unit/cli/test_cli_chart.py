@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli_env import run_rgpu
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 
@@ -27,14 +28,7 @@ def environ(tmp_path: Path) -> dict:
 
 
 def rgpu(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rgpu_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=environ(tmp_path),
-        cwd=tmp_path,
-    )
+    return run_rgpu(*args, env=environ(tmp_path), cwd=tmp_path)
 
 
 def copy_fixture(dst: Path) -> Path:
@@ -177,7 +171,7 @@ def test_fifos_in_place_of_the_run_files_never_block(tmp_path):
 
 
 def test_a_metric_by_the_name_the_views_show_draws_that_metric_only(tmp_path):
-    """Issue 29 item 13: `--metric mAP50-95` (as the header, the metrics pane and the
+    """`--metric mAP50-95` (as the header, the metrics pane and the
     chart's titles name it) drew "not in this run", exited 0, and added an unrequested
     train/box_loss panel. Now it draws metrics/mAP50-95 alone, in text and in --json."""
     run = copy_fixture(tmp_path / "run")

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli_env import run_rgpu
 from support.readme_example import COST_JSON_KEYS, PRICE_FLAGS
 
 
@@ -27,14 +27,7 @@ def rgpu(home: Path, *args: str, env: dict | None = None, cwd: Path | None = Non
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RGPU_")}
     environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
     environ.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "rgpu_tui", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=environ,
-        cwd=cwd or home,
-    )
+    return run_rgpu(*args, env=environ, cwd=cwd or home)
 
 
 def config(home: Path, text: str) -> Path:

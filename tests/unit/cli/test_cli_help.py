@@ -5,20 +5,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-import subprocess
-import sys
 
 import pytest
+from support.cli_env import run_rgpu
 from support.docs import readme
 
 from rgpu_tui import cli
 from rgpu_tui.cli.app import version_text
-
-
-def rgpu(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rgpu_tui", *args], capture_output=True, text=True, timeout=60
-    )
 
 
 def _readme_commands() -> list[str]:
@@ -29,7 +22,7 @@ def _readme_commands() -> list[str]:
 
 def test_version_prints_both_installed_versions_and_exits_0(monkeypatch) -> None:
     monkeypatch.delenv("RGPU_FAST_PATHS", raising=False)
-    proc = rgpu("--version")
+    proc = run_rgpu("--version")
     assert proc.returncode == 0, proc.stderr
     own, textual = (importlib.metadata.version(d) for d in ("rgpu-tui", "textual"))
     assert proc.stdout == f"rgpu-tui {own} (textual {textual}, fast paths on)\n"
@@ -37,7 +30,7 @@ def test_version_prints_both_installed_versions_and_exits_0(monkeypatch) -> None
 
 def test_version_says_which_fast_paths_are_off_and_why(monkeypatch) -> None:
     monkeypatch.setenv("RGPU_FAST_PATHS", "0")
-    proc = rgpu("--version")
+    proc = run_rgpu("--version")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.endswith(
         ", fast paths off: partial updates, input thread, log pane (RGPU_FAST_PATHS=0))\n"
@@ -59,7 +52,7 @@ def test_version_says_so_when_the_distribution_is_not_installed(monkeypatch) -> 
 
 
 def test_help_names_every_command_of_the_readme_on_one_line_each() -> None:
-    proc = rgpu("--help")
+    proc = run_rgpu("--help")
     assert proc.returncode == 0, proc.stderr
     readme = _readme_commands()
     assert len(readme) >= 7, readme  # snapshot cost push launch stop preflight demo
@@ -71,7 +64,7 @@ def test_help_names_every_command_of_the_readme_on_one_line_each() -> None:
 
 
 def test_help_and_dash_h_print_the_same_as_double_dash_help() -> None:
-    helps = [rgpu(flag) for flag in ("--help", "-h", "help")]
+    helps = [run_rgpu(flag) for flag in ("--help", "-h", "help")]
     assert [p.returncode for p in helps] == [0, 0, 0]
     assert helps[0].stdout == helps[1].stdout == helps[2].stdout
 
@@ -86,7 +79,7 @@ def test_each_command_in_the_table_dispatches_to_its_own_parser(name: str, capsy
 
 @pytest.mark.parametrize("name", [n for n in cli.COMMANDS if n != "help"])
 def test_help_command_prints_that_commands_help(name: str, capsys) -> None:
-    """Issue 29 item 12: `rgpu-tui help push` printed the general help."""
+    """`rgpu-tui help push` prints push's help, not the general help."""
     with pytest.raises(SystemExit):
         cli.main([name, "--help"])
     own = capsys.readouterr().out
@@ -104,7 +97,7 @@ def test_help_command_prints_that_commands_help(name: str, capsys) -> None:
     ],
 )
 def test_help_of_an_unknown_command_is_one_line_with_the_nearest(argv, hint) -> None:
-    proc = rgpu("help", *argv)
+    proc = run_rgpu("help", *argv)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith(f"rgpu-tui help: no command {' '.join(argv)!r}: {hint}")

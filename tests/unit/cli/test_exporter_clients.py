@@ -1,5 +1,5 @@
 """`rgpu-tui exporter` against clients that send nothing, drip their headers or are too
-many (issue 34 items 1 and 2): the real command in a subprocess, real sockets. A dropped
+many: the real command in a subprocess, real sockets. A dropped
 client costs at most one short line of log, rate-limited, never a traceback; a scrape is
 answered while slow clients hold or retake every connection they can, under a low
 RLIMIT_NOFILE too. The deadlines below only bound how long a failing test waits."""

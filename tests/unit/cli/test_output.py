@@ -1,5 +1,5 @@
-"""output.InertStream and run_guarded: the sub-commands' one output boundary (issue 13,
-items 1, 11 and 12)."""
+"""output.InertStream and run_guarded: the sub-commands' one output boundary: hostile
+text reaches no terminal raw and a closed or odd output channel breaks no command."""
 
 from __future__ import annotations
 

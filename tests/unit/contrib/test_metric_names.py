@@ -16,13 +16,14 @@ import pytest
 import yaml
 from support.docs import doc
 from support.prometheus import DASHBOARD, RULES
+from support.run_dir import iso
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.core.render.exporter_feed import MetricsFeed
 from rgpu_tui.core.render.prometheus import METRICS
 
-from ..helpers import SAMPLE_RUN, iso_utc
+from ..helpers import SAMPLE_RUN
 
 # what PromQL and Grafana's templating may name besides metrics
 FUNCTIONS = {
@@ -55,8 +56,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
                 {
                     "state": "running",
                     "pid": sleeper.pid,
-                    "started_at": iso_utc(created),
-                    "updated_at": iso_utc(created),
+                    "started_at": iso(created),
+                    "updated_at": iso(created),
                     "completed_epochs": 2,
                     "current_epoch": 3,
                     "total_epochs": 10,
@@ -71,7 +72,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
                 {
                     "state": "running",
                     "pid": late_sleeper.pid,
-                    "started_at": iso_utc(late_sleeper.create_time()),
+                    "started_at": iso(late_sleeper.create_time()),
                     "completed_epochs": 9,
                     "total_epochs": 10,
                     "mean_epoch_seconds": 30.0,
@@ -159,7 +160,7 @@ def test_the_dashboards_queries_use_only_served_metrics_and_their_labels(served)
     for expr, legend in queries:
         check(expr, legend, served)
         used |= names_and_labels(expr)[0]
-    # the panels the issue asks for: runs (state, epoch, ETA, best), best metric over time,
+    # the dashboard's panels: runs (state, epoch, ETA, best), best metric over time,
     # GPU utilisation by run, money spent and idle money
     for name in (
         "rgpu_run_info",

@@ -1,4 +1,4 @@
-"""A remote host that sends too much or nonsense (issue 20 items 16 and 17): its document is
+"""A remote host that sends too much or nonsense: its document is
 bounded (60 deltas of 16 MB each took the fleet to 1.08 GB; past 64 MB the link now drops
 with one line), and its numbers out of range (a price of -5, a progress of -3.5, an epoch
 of -5 or -1, a memory of -1) are unknown, and the host view says which.

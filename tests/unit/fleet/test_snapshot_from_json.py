@@ -284,7 +284,7 @@ def test_huge_ints_and_infinities_are_unknown() -> None:
 
 def test_the_autostop_plan_comes_back(tmp_path: Path) -> None:
     """Any part a Snapshot has is read back by its annotation: the watcher's autostop
-    plan (issue 15), its fires_at in whole seconds."""
+    plan, its fires_at in whole seconds."""
     root = build_runs_root(tmp_path).root
     collector = Collector(str(root), fake_gpus=1)
     try:

@@ -1,4 +1,4 @@
-"""The demo's own dataset passes `libreyolo doctor` without a warning (issue 24, item 5):
+"""The demo's own dataset passes `libreyolo doctor` without a warning:
 before, 16 images with 1 to 3 random boxes gave red 6 and green 8 training instances, and
 the doctor warned "fewer than 10 training instances" on every demo. The classes now take
 turns; a dataset an older rgpu-tui made is made again."""

@@ -1,4 +1,4 @@
-"""The demo's runs on disk (issue 29 item 12): the demo says what its runs use (measured),
+"""The demo's runs on disk: the demo says what its runs use (measured),
 and `rgpu-tui demo --clear` removes them, only them, never while one trains.
 
 The runs are laid out as `rgpu-tui demo` leaves them: launch records under

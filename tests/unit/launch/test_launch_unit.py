@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.run_dir import iso
 from support.waiting import wait_until
 
 from rgpu_tui.core.base.config import Settings
@@ -36,7 +37,7 @@ from rgpu_tui.core.launch.launch_spec import (
     make_spec,
     split_extra,
 )
-from rgpu_tui.core.launch.stop import stop_launch, stop_run
+from rgpu_tui.core.launch.stop import stop_run
 from rgpu_tui.core.records.launch_records import LaunchRecord, launches_path, read_launches
 from rgpu_tui.core.records.launch_runs import (
     console_tail,
@@ -46,8 +47,6 @@ from rgpu_tui.core.records.launch_runs import (
     match_launches,
     runs_on_disk,
 )
-
-from ..helpers import iso_utc
 
 PY = sys.executable
 
@@ -99,7 +98,7 @@ TRAPS_INT_TERM = (
 def _status_for(run_dir: Path, pid: int, started_at: float, state: str = "running") -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "status.json").write_text(
-        json.dumps({"state": state, "pid": pid, "started_at": iso_utc(started_at)})
+        json.dumps({"state": state, "pid": pid, "started_at": iso(started_at)})
     )
     return run_dir
 
@@ -636,12 +635,18 @@ def test_stop_escalates_to_sigkill(tmp_path: Path, children, settings, kill_at) 
     assert phases.index("sigterm") < phases.index("sigkill") < phases.index("ended")
 
 
-def test_stop_launch_of_a_starting_run(tmp_path: Path, children) -> None:
-    proc = _start_child(children, SLEEPER)
-    record = _record_of(proc, tmp_path, tmp_path / "c.log")
-    result = stop_launch(record, Settings(), sleep=time.sleep)
-    assert result.ok and result.signals_sent == ("SIGINT",) and result.final_state == "died"
-    assert proc.wait(5) == -signal.SIGINT  # KeyboardInterrupt in the child
+def test_a_run_still_starting_is_not_signalled(tmp_path: Path, children) -> None:
+    """A launch whose trainer has not written status.json yet: stop sends nothing, says why
+    in one line, and the process keeps running (the app refuses the same run as "still
+    starting")."""
+    run = tmp_path / "exp"
+    run.mkdir()
+    proc = _start_child(children, SLEEPER, run_dir=run)
+    result = stop_run(str(run), Settings(), sleep=time.sleep)
+    assert not result.ok and result.signals_sent == ()
+    assert result.error == f"{run}: no readable status.json; nothing sent"
+    time.sleep(0.2)
+    assert proc.poll() is None  # no signal reached it
 
 
 # -- libreyolo doctor -------------------------------------------------------------------------

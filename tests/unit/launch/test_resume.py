@@ -17,6 +17,7 @@ import psutil
 import pytest
 from support.checkpoints import epoch_checkpoint
 from support.fifos import make_fifo, returns_within
+from support.run_dir import iso
 from support.waiting import wait_until
 
 import rgpu_tui.core.launch.launch_spec as launch_spec_mod
@@ -24,8 +25,6 @@ from rgpu_tui.core.launch.resume import ResumeError, plan_resume, start_resume
 from rgpu_tui.core.picture.watch import RunsWatcher
 from rgpu_tui.core.records.launch_records import read_launches
 from rgpu_tui.core.records.launch_runs import launch_state
-
-from ..helpers import iso_utc
 
 PY = sys.executable
 
@@ -122,7 +121,7 @@ def make_run(
     status = {"state": state, "total_epochs": 5, "completed_epochs": epochs_done}
     if pid is not None:
         status["pid"] = pid
-    status["started_at"] = iso_utc(started_at if started_at is not None else time.time())
+    status["started_at"] = iso(started_at if started_at is not None else time.time())
     (run / "status.json").write_text(json.dumps(status))
     with open(run / "metrics.jsonl", "w") as f:
         for epoch in range(1, epochs_done + 1):
@@ -449,7 +448,7 @@ def test_a_resumed_run_shows_the_true_epoch_progress_and_eta(
         mtime=now - 2,
         state="running",
         pid=me.pid,
-        started_at=iso_utc(me.create_time()),
+        started_at=iso(me.create_time()),
         total_epochs=5,
         completed_epochs=1,  # counted from the resume point (epoch 3)
         start_epoch=3,

@@ -1,4 +1,4 @@
-"""A pid is a run's only when that process works in the run's directory (issue 29 item 4):
+"""A pid is a run's only when that process works in the run's directory:
 its cwd, its command line or its open files name the directory (core.run.run_process,
 the one rule of status and stop). Real processes in real shapes: a trainer started as
 libreyolo is (cwd the project, `project=P name=N`, train.log held open: its own status

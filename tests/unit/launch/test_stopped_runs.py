@@ -1,4 +1,4 @@
-"""A run the user stopped is STOPPED, not FAIL (issue 29 item 8): `stop` writes a stop
+"""A run the user stopped is STOPPED, not FAIL: `stop` writes a stop
 record before its first signal (core.records.stop_records), libreyolo then writes failed /
 KeyboardInterrupt and drops completed_epochs (its own status writer here:
 tests/support/status_trainer.py), and every view reads the run as stopped with its epochs

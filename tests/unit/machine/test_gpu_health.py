@@ -1,4 +1,4 @@
-"""GPU health that explains a slow epoch (issue 32, item 5): every field read from the stand-in
+"""GPU health that explains a slow epoch: every field read from the stand-in
 pynvml (tests/unit/gpu_fakes.py), N/A (None) where the board or driver does not give it, never
 0; recorded and replayed; the straggler and starved alerts say why; exported."""
 

@@ -1,4 +1,4 @@
-"""Setup is never idle (issue 32, item 3): a training started by hand that has no status.json
+"""Setup is never idle: a training started by hand that has no status.json
 yet (downloading, caching its dataset) keeps the machine busy and is shown "setting up" with
 its command and age. Real processes: a copy of a tiny script named `libreyolo` on a temporary
 PATH run as `libreyolo train ...`, a script at .../libreyolo/training/_ddp_coordinator.py,

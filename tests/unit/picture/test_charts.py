@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.run_dir import make_run as build_run
 
 from rgpu_tui.core.fleet.host_ranges import host_snapshot
 from rgpu_tui.core.model.snapshot_json import snapshot_to_json
@@ -31,8 +32,7 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "run_completed"
 
 
 def make_run(root: Path, name: str, epochs: int = 5, family: str = "yolo9", **status) -> Path:
-    run = root / name
-    run.mkdir(parents=True)
+    """A completed run of `epochs` rows with every chart's metric (support.run_dir builds it)."""
     rows = []
     for e in range(1, epochs + 1):
         rows.append(
@@ -56,7 +56,6 @@ def make_run(root: Path, name: str, epochs: int = 5, family: str = "yolo9", **st
                 "best_metric_name": "metrics/mAP50-95",
             }
         )
-    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     st = {
         "state": "completed",
         "model_family": family,
@@ -67,8 +66,7 @@ def make_run(root: Path, name: str, epochs: int = 5, family: str = "yolo9", **st
         "best_metric_name": "metrics/mAP50-95",
         **status,
     }
-    (run / "status.json").write_text(json.dumps(st))
-    return run
+    return build_run(root, name, status=st, rows=rows)
 
 
 def shown(snap, run_dir: str, price=None, colour="cyan") -> ShownRun:
@@ -106,7 +104,7 @@ DEFAULT_YOLO9 = (
 )
 
 
-# the headline metric first (issue 29 item 12: it was on page 2), then the family's order
+# the headline metric first (it was on page 2), then the family's order
 FIRST_YOLO9 = ("metrics/mAP50-95", *(n for n in DEFAULT_YOLO9 if n != "metrics/mAP50-95"))
 
 
@@ -328,7 +326,7 @@ def test_a_resume_that_went_on_at_the_next_epoch_is_marked_from_the_attempts(tmp
 
 
 def test_resolve_metrics_takes_the_shown_name_and_offers_the_nearest():
-    """Issue 29 item 13: the names `rgpu-tui chart --metric` takes."""
+    """The names `rgpu-tui chart --metric` takes."""
     from rgpu_tui.core.picture.charts import metric_candidates, resolve_metrics
 
     cols = ["time", "train/loss", "metrics/mAP50-95", "metrics/mAP50", "mAP50-95"]

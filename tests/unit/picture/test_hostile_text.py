@@ -1,4 +1,4 @@
-"""Text output of hostile runs (issue 13, items 1 and 12): the text snapshot, the GPU,
+"""Text output of hostile runs: the text snapshot, the GPU,
 system and cost text never hold a character a terminal acts on; the JSON keeps the
 original strings (json escapes them)."""
 
@@ -154,7 +154,7 @@ def test_inert_body_never_reads_markup() -> None:
 
 
 def test_invisible_characters_in_run_names_are_shown_escaped(tmp_path: Path) -> None:
-    # issue 34 item 8: a zero-width space makes a twin of a run's name, U+2028 breaks a
+    # A zero-width space makes a twin of a run's name, U+2028 breaks a
     # line in a label, a bidi isolate and a tag character hide text: every one is escaped
     # in the text snapshot and in the exporter's run labels
     from rgpu_tui.core.render.prometheus import run_labels

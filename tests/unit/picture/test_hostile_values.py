@@ -1,6 +1,6 @@
-"""Values out of every range in run files and settings (issue 13, items 7, 8, 9 and the
-config part of 15): each becomes "unknown" for its field and a problem line for its run,
-or a one-line ConfigError; never an exception out of a reader, a refresh or the cost."""
+"""Values out of every range in run files and settings: each becomes "unknown" for its field
+and a problem line for its run, or a one-line ConfigError; never an exception out of a
+reader, a refresh or the cost."""
 
 from __future__ import annotations
 

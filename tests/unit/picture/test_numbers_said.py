@@ -1,4 +1,4 @@
-"""Numbers say what they are (issue 24, items 3 and 7): sizes in one unit wherever the same
+"""Numbers say what they are: sizes in one unit wherever the same
 bytes show, why the CPU is N/A in a single look, simulated GPUs marked in every text, and a
 launch still starting keeps the machine from being called idle."""
 

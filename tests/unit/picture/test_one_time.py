@@ -1,6 +1,6 @@
 """One function gives a run's time and money (core.picture.cost.run_spent): compare, the
 chart's time and `$` x-axis, the exporter and the cost view agree with the snapshot for a
-run killed and resumed (issue 29 item 1: compare summed the rows' epoch times and showed
+run killed and resumed (compare summed the rows' epoch times and showed
 less than every other view)."""
 
 from __future__ import annotations

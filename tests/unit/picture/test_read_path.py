@@ -1,4 +1,4 @@
-"""A refresh only reads (issue 14, item 1): `rgpu-tui snapshot` and the app's refresh over a
+"""A refresh only reads: `rgpu-tui snapshot` and the app's refresh over a
 project with launch records change no file, not even launches.jsonl.
 
 The project holds a launch whose run directory was recorded, a multi-GPU-like launch whose
@@ -15,12 +15,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 import pytest
 from support.cli_env import RGPU_TUI, clean_env
+from support.run_dir import iso
 
 from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.core.records.records import append_json_line
@@ -46,10 +46,6 @@ import subprocess, sys, time
 subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]])
 time.sleep(300)
 """
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 def tree(root: Path) -> dict[str, tuple]:

@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.resumed_run import dead_pid, iso, killed_and_resumed
+from support.resumed_run import dead_pid, killed_and_resumed
+from support.run_dir import iso
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.model.snapshot_json import snapshot_to_json
@@ -29,7 +30,7 @@ def _refresh(root: Path, now: float):
 
 @pytest.mark.parametrize("exits", [True, False], ids=["exit-records", "console-logs"])
 def test_a_resumed_launch_is_one_run_with_two_attempts(tmp_path: Path, exits: bool) -> None:
-    """Issue 21 item 2: the launch whose pid status.json no longer carries is the run's
+    """The launch whose pid status.json no longer carries is the run's
     first attempt, not a "FAIL exp (launch)" row."""
     project = tmp_path / "runs"
     t0 = time.time() - 3600
@@ -195,7 +196,7 @@ def test_time_and_cost_after_a_resume_count_both_attempts(tmp_path: Path) -> Non
 
 
 def test_rows_without_a_time_are_left_out_of_the_mean_epoch_time(tmp_path: Path) -> None:
-    """Issue 29 item 18: rows with no `time` (an older libreyolo; a row whose time is out of
+    """Rows with no `time` (an older libreyolo; a row whose time is out of
     range) are not 0-second epochs: 5 rows of 3 s among 10 make a mean of 3 s (1.5 s when
     they counted), read through the real metrics reader."""
     run = tmp_path / "runs" / "exp"

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.run_dir import iso
 
 from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.core.picture.watch import RunsWatcher
 from rgpu_tui.core.render.snapshot_text import snapshot_to_text
-
-from ..helpers import iso_utc
 
 RUN_KEYS = {
     "run_dir",
@@ -165,7 +164,7 @@ def test_pid_reused_by_a_younger_process_is_dead(
         state="running",
         pid=live_process.pid,
         total_epochs=10,
-        started_at=iso_utc(created - 3600),
+        started_at=iso(created - 3600),
     )
     r = only_run(tmp_path, now=created + 5)
     assert r.state == "dead" and r.pid_alive is False
@@ -181,7 +180,7 @@ def test_pid_created_within_slack_is_running(
         state="running",
         pid=live_process.pid,
         total_epochs=10,
-        started_at=iso_utc(created - 3),  # within PID_REUSE_SLACK_S
+        started_at=iso(created - 3),  # within PID_REUSE_SLACK_S
         mtime=created + 10,
     )
     r = only_run(tmp_path, now=created + 20)
@@ -198,7 +197,7 @@ def test_zombie_trainer_is_dead(
         state="running",
         pid=zombie_process.pid,
         total_epochs=10,
-        started_at=iso_utc(created),
+        started_at=iso(created),
     )
     r = only_run(tmp_path, now=created + 5)
     assert r.state == "dead" and r.pid_alive is False
@@ -217,7 +216,7 @@ def test_stalled_with_a_frozen_clock(
         pid=live_process.pid,
         completed_epochs=1,
         total_epochs=10,
-        started_at=iso_utc(started),
+        started_at=iso(started),
     )
     watcher = RunsWatcher(str(tmp_path))
     assert watcher.refresh(now=mtime + 599).runs[0].state == "running"
@@ -242,7 +241,7 @@ def test_long_epochs_extend_the_stall_limit(
         completed_epochs=1,
         total_epochs=10,
         mean_epoch_seconds=400.0,  # limit = 3 x 400 = 1200 s
-        started_at=iso_utc(started),
+        started_at=iso(started),
     )
     watcher = RunsWatcher(str(tmp_path))
     assert watcher.refresh(now=mtime + 601).runs[0].state == "running"
@@ -264,7 +263,7 @@ def test_eta_counts_down_and_elapsed_follows_now(
         completed_epochs=4,
         total_epochs=10,
         mean_epoch_seconds=60.0,
-        started_at=iso_utc(started),
+        started_at=iso(started),
     )
     write_status(run, mtime=mtime, **fields)
     watcher = RunsWatcher(str(tmp_path))
@@ -308,7 +307,7 @@ def test_mean_epoch_derived_from_elapsed_when_missing(
         completed_epochs=4,
         total_epochs=10,
         elapsed_seconds=200.0,
-        started_at=iso_utc(started),
+        started_at=iso(started),
     )
     r = only_run(tmp_path, now=started + 200)
     assert r.mean_epoch_seconds == pytest.approx(100.0)

@@ -55,7 +55,7 @@ def status(
 
 
 def test_a_launch_killed_and_resumed_from_an_earlier_epoch_is_two_attempts():
-    """The issue's run: launched, 22 epochs in ~53 s, SIGKILLed; resumed from epoch_20.pt
+    """A run launched, 22 epochs in ~53 s, SIGKILLed; resumed from epoch_20.pt
     (epochs 21, 22 written again), completed 30/30 in 26 s. Time and epochs are the sums."""
     launch = RecordSpan(T, 100, T + 53.0, "console log", False)
     resume = RecordSpan(T + 98.0, 200, T + 127.0, "exit record", False)
@@ -147,7 +147,7 @@ def test_no_status_and_no_record_is_its_rows_and_the_mean_covers_every_row():
 
 
 def test_a_launch_record_written_just_after_started_at_is_the_current_attempt():
-    """Issue 29 item 16: rgpu-tui writes its launch record once the process started;
+    """rgpu-tui writes its launch record once the process started;
     libreyolo can write started_at first (0.6 s before the record). That record started
     status.json's attempt: one attempt, counted once, not a second one "starting"."""
     record = RecordSpan(T + 100.6, 200, None, None, True)
@@ -160,7 +160,7 @@ def test_a_launch_record_written_just_after_started_at_is_the_current_attempt():
 
 
 def test_an_earlier_attempt_stops_at_the_next_attempts_start():
-    """Issue 29 item 17: the killed launch's console log was written after the resume
+    """The killed launch's console log was written after the resume
     began (the dying process flushed late): its seconds stop at the resume's start, never
     counted twice with the resume's."""
     launch = RecordSpan(T, 100, T + 95.0, "console log", False)  # last write after the resume
@@ -174,7 +174,7 @@ def test_an_earlier_attempt_stops_at_the_next_attempts_start():
 
 
 def test_the_mean_epoch_time_is_over_the_rows_with_a_time_only():
-    """Issue 29 item 18: rows with no `time` (an older libreyolo, a row cut short) are not
+    """Rows with no `time` (an older libreyolo, a row cut short) are not
     0-second epochs: 3 rows of 3 s and 2 rows with none is a mean of 3 s, not 1.8 s; an
     earlier attempt known by its epoch times counts the timed rows only."""
     rows = Rows([1, 2, 3, 4, 5], [3.0, 3.0, 6.0, 6.0, 9.0], [1, 1, 2, 2, 3])

@@ -95,7 +95,7 @@ def test_one_watcher_per_root(tmp_path: Path) -> None:
 
 
 def test_a_root_reached_through_a_symlink_is_the_same_root(tmp_path: Path) -> None:
-    """Issue 20 item 9: state, lock, plan and hold files are keyed by the resolved folder."""
+    """State, lock, plan and hold files are keyed by the resolved folder."""
     from rgpu_tui.core.records.autostop_files import AutostopFiles
 
     real = tmp_path / "data" / "runs"

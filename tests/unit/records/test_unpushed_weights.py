@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from support.fifos import make_fifo
+from support.run_dir import iso
 
 from rgpu_tui.core.records.push_records import UnpushedWeights, push_info, read_pushes
 
 T0 = 1_800_000_000.0  # the push's time; files are dated around it
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="seconds")
 
 
 def weights(run: Path, name: str = "best.pt", size: int = 1000, mtime: float = T0 - 60) -> Path:

@@ -149,7 +149,7 @@ KEYS = [
 
 def test_a_text_row_is_cut_between_its_parts_never_mid_word():
     """The chart's key and legend rows at 56 columns (80x24) ended "/metric …" and
-    "diverge…" (issue 24, item 2)."""
+    "diverge…"."""
     full = "e smooth 0.6  y linear  x epoch  ←/→ cursor  / metric"
     assert text_row(KEYS, 80) == (full, ((0, 1, "bold"), (14, 15, "bold"), (24, 25, "bold"),
                                          (33, 36, "bold"), (45, 46, "bold")))  # fmt: skip

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support.run_dir import iso
 
 from rgpu_tui.core.base.config import Settings
 from rgpu_tui.core.base.values import parse_time
@@ -21,7 +22,7 @@ from rgpu_tui.core.model.snapshot_json import run_to_json
 from rgpu_tui.core.picture.collect import Collector
 from rgpu_tui.core.render.prometheus import METRICS, families, run_labels
 
-from ..helpers import SAMPLE_RUN, iso_utc
+from ..helpers import SAMPLE_RUN
 
 MIB = 1024 * 1024
 
@@ -56,8 +57,8 @@ def root(tmp_path: Path, write_status, write_metrics, live_process, dead_pid) ->
         mtime=created + 30,
         state="running",
         pid=live_process.pid,
-        started_at=iso_utc(created),
-        updated_at=iso_utc(created + 30),
+        started_at=iso(created),
+        updated_at=iso(created + 30),
         current_epoch=4,
         completed_epochs=3,
         total_epochs=10,

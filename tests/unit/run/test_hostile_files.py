@@ -1,6 +1,6 @@
 """Run files that are not files (FIFOs, devices), directories that cannot be listed or are
 too deep, and a reader that raises: each is that run's problem, never a hang or a failed
-refresh (issue 13, items 6 and 13, and the RunsWatcher defence of item 7).
+refresh; the RunsWatcher keeps a directory it cannot watch from stopping the rest.
 
 A reader that blocks on a FIFO makes these tests fail after a timeout (support.fifos),
 not hang the suite."""

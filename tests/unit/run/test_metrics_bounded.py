@@ -1,5 +1,5 @@
-"""What the metrics reader keeps is bounded whatever metrics.jsonl holds (issue 34 item 3:
-1M rows took 268 MB), and every answer that used all the rows stays the same: stats with
+"""What the metrics reader keeps is bounded whatever metrics.jsonl holds (1M rows
+once took 268 MB), and every answer that used all the rows stays the same: stats with
 their epochs, the chart's sampled rows, time spent, attempts' row counts and sums."""
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def test_a_long_run_keeps_a_bounded_sample_with_its_last_epoch(tmp_path: Path) -
 
 
 def test_the_stride_is_the_smallest_power_of_two_that_fits() -> None:
-    """Issue 29 item 21: 512 rows fit 512 points at stride 1 (it was 2: half the points
+    """512 rows fit 512 points at stride 1 (it was 2: half the points
     thrown away); the next power of two only when the smaller one keeps too many, at
     every boundary, with the last row always kept."""
     assert stride_for(MAX_POINTS) == 1

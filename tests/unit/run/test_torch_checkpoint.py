@@ -119,7 +119,7 @@ def _many_entries(path: Path, entries: int, name_len: int = 8) -> Path:
 
 @pytest.mark.parametrize("entries", [MAX_ENTRIES + 1, 70_000])  # 70,000: a zip64 directory
 def test_a_zip_directory_past_the_cap_is_not_read(tmp_path: Path, entries: int):
-    # issue 34 item 8: a directory of 1,000,000 entries took tens of seconds and ~550 MB;
+    # A directory of 1,000,000 entries took tens of seconds and ~550 MB;
     # the end record says how many there are, and past MAX_ENTRIES none is read
     path = _many_entries(tmp_path / "many.pt", entries)
     got = check_checkpoint(str(path), epoch=True)

@@ -1,6 +1,6 @@
-"""The weights walk's bounds (core.run.weights_finder), exactly at the limit (issue 29 item
-22): a weights folder MAX_DEPTH levels under the root is found and is no doubt; one level
-deeper is not searched, and that is a doubt naming the folder (autostop holds on it)."""
+"""The weights walk's bounds (core.run.weights_finder), exactly at the limit: a weights folder
+MAX_DEPTH levels under the root is found and is no doubt; one level deeper is not searched,
+and that is a doubt naming the folder (autostop holds on it)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_a_weights_folder_at_the_depth_limit_is_found(tmp_path: Path) -> None:
     at_limit = weights_at(root, MAX_DEPTH, "d")
     scan = WeightsFinder(str(root)).scan()
     assert scan.folders == {str(at_limit): ("best.pt",)}
-    assert scan.doubts == () and scan.complete
+    assert scan.doubts == ()
 
 
 def test_one_level_past_the_limit_is_a_doubt_naming_it(tmp_path: Path) -> None:
