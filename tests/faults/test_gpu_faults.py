@@ -15,8 +15,8 @@ from tui.helpers import rendered, wait_for
 
 from faults.helpers import alive, only_run, status_doc
 from rgpu_tui.core.machine.gpu import INIT_RETRY_S, GpuMonitor
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
-from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
+from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 from rgpu_tui.tui.app import RgpuApp
 
 # -- GPUs ------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from tui.helpers import rendered, wait_for
 
 from faults.helpers import HALF_WRITTEN, LOG_MISSING, alive, only_run, status_doc
 from rgpu_tui import cli
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
-from rgpu_tui.core.picture.snapshot_text import snapshot_to_text
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
+from rgpu_tui.core.render.snapshot_text import snapshot_to_text
 from rgpu_tui.core.run.tail import MAX_LOG_LINE
 from rgpu_tui.tui.app import RgpuApp
 

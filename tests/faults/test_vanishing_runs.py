@@ -19,7 +19,7 @@ from tui.helpers import rendered, wait_for
 
 from faults.helpers import LOG_MISSING, age, alive, only_run, status_doc
 from rgpu_tui import cli
-from rgpu_tui.core.picture.snapshot_json import snapshot_to_json
+from rgpu_tui.core.model.snapshot_json import snapshot_to_json
 from rgpu_tui.tui.app import RgpuApp
 
 # -- directories disappearing -----------------------------------------------------------
