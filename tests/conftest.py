@@ -76,3 +76,18 @@ def live_training(
         yield training
     finally:
         training.cleanup()
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temp folder whose path is short whatever pytest's --basetemp is: for tests that read
+    a bounded message (an event is cut at 400 characters) naming paths under it, so what they
+    find does not depend on where the test runs."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="rg", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -180,11 +180,13 @@ class Rig:
 
 
 @pytest.fixture
-def rig(tmp_path: Path):
+def rig(short_tmp: Path):
+    """rig(**settings): a Rig under a short temp folder (its events name paths and are cut at
+    400 characters: a long --basetemp would cut what the tests read)."""
     made: list[Rig] = []
 
     def make(**kw) -> Rig:
-        r = Rig(tmp_path, **kw)
+        r = Rig(short_tmp, **kw)
         made.append(r)
         return r
 

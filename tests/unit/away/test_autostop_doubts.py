@@ -24,12 +24,13 @@ DATA = b"weights v1" * 1000
 
 
 @pytest.fixture
-def rig(tmp_path: Path):
-    """rig(**settings): test_autostop's Rig (an Autostop over tmp_path/runs, a fake clock)."""
+def rig(short_tmp: Path):
+    """rig(**settings): test_autostop's Rig (an Autostop over a short temp folder's runs/, a
+    fake clock): its events name paths and are cut at 400 characters."""
     made: list[Rig] = []
 
     def make(**kw) -> Rig:
-        r = Rig(tmp_path, **kw)
+        r = Rig(short_tmp, **kw)
         made.append(r)
         return r
 
